@@ -1,0 +1,3 @@
+from gpuviz.app import main
+
+raise SystemExit(main())

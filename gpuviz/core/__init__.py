@@ -1,0 +1,1 @@
+"""The framework every figure is built on: parameters, models, shared widgets."""

@@ -1,0 +1,134 @@
+"""FigureView, the base of every figure's widget, and FigurePage, the frame around it
+(title, caption, Reset, Explain) that the main window and the command line show."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuviz import theme
+from gpuviz.core.model import AnimatedModel, FigureModel
+from gpuviz.core.widgets import ControlPanel, MessageLabel, ReadoutPanel, TimeControls
+
+CONTROL_COLUMN_WIDTH = 330
+
+
+class FigureView(QWidget):
+    """Controls on the left, plots on the right, readouts under the controls.
+
+    Subclasses implement `build()` (create controls with `self.controls.add(name)` and
+    plot items once, adding plots with `self.add_plot`) and `refresh()` (update those
+    items in place from `self.model.out`). A model change schedules one refresh per pass
+    of the event loop, however many parameters changed.
+    """
+
+    def __init__(self, model: FigureModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self._refresh_pending = False
+        self.controls = ControlPanel(model)
+        self.readouts = ReadoutPanel(model)
+        self.message = MessageLabel()
+        self.time_controls: TimeControls | None = None
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        if isinstance(model, AnimatedModel):
+            self.time_controls = TimeControls(model, step_label=self.step_label)
+            left_layout.addWidget(self.time_controls)
+        left_layout.addWidget(self.controls)
+        left_layout.addWidget(self.readouts)
+        left_layout.addWidget(self.message)
+        left_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidget(left)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.current().font_scale))
+
+        self.plot_area = QVBoxLayout()
+        self.plot_area.setContentsMargins(0, 0, 0, 0)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+        layout.addLayout(self.plot_area, 1)
+
+        self.build()
+        model.changed.connect(self.schedule_refresh)
+        self._refresh_now()
+
+    step_label = "Step"
+
+    def add_plot(self, widget: QWidget, stretch: int = 1) -> QWidget:
+        self.plot_area.addWidget(widget, stretch)
+        return widget
+
+    def schedule_refresh(self) -> None:
+        if not self._refresh_pending:
+            self._refresh_pending = True
+            QTimer.singleShot(0, self._refresh_now)
+
+    def _refresh_now(self) -> None:
+        self._refresh_pending = False
+        self.controls.sync()
+        if self.time_controls is not None:
+            self.time_controls.sync()
+        self.readouts.sync()
+        self.refresh()
+
+    def build(self) -> None:
+        raise NotImplementedError
+
+    def refresh(self) -> None:
+        raise NotImplementedError
+
+
+class FigurePage(QWidget):
+    """Title, caption with "try this" prompts, Reset and Explain around one FigureView."""
+
+    explain_requested = Signal(str)
+
+    def __init__(self, spec: object, model: FigureModel, view: FigureView,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.spec = spec
+        self.model = model
+        self.view = view
+        title = QLabel(f"<b>Figure {spec.number}</b>&nbsp;&nbsp;{spec.title}")
+        title.setFont(theme.font(14))
+        title.setAccessibleName(f"Figure {spec.number}: {spec.title}")
+        self.caption = QLabel(spec.caption)
+        self.caption.setWordWrap(True)
+        self.caption.setTextFormat(Qt.RichText)
+        self.caption.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        policy.setHeightForWidth(True)
+        self.caption.setSizePolicy(policy)
+        self.reset_button = QPushButton("Reset")
+        self.reset_button.setToolTip("Restore this figure's defaults (Ctrl+R)")
+        self.reset_button.clicked.connect(model.reset)
+        self.explain_button = QPushButton("Explain")
+        self.explain_button.setToolTip("Open the lesson text at this figure's section (F1)")
+        self.explain_button.clicked.connect(
+            lambda: self.explain_requested.emit(spec.lesson_anchor))
+        header = QHBoxLayout()
+        header.addWidget(title, 1)
+        header.addWidget(self.reset_button)
+        header.addWidget(self.explain_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.addLayout(header)
+        layout.addWidget(self.caption)
+        layout.addWidget(view, 1)
+

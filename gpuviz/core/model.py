@@ -1,0 +1,338 @@
+"""Parameters, figure models and readouts: the Qt-widget-free half of every figure.
+
+A figure model declares its inputs as `Parameter` descriptors. Setting one validates
+and clamps it, does nothing when the value is unchanged, drops the cached outputs and
+emits `changed`. Outputs are computed on first read by the model's pure `compute()`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+Choices = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
+
+
+class Parameter:
+    """A typed model input with a default, a range or a list of choices, a unit and a label.
+
+    The type comes from the default: bool, int, float, or str (then `choices` is required,
+    as (value, label) pairs or a callable returning them, for choices read from data).
+    `log=True` asks controls for a logarithmic scale.
+    """
+
+    def __init__(
+        self,
+        default: Any,
+        *,
+        label: str,
+        unit: str = "",
+        minimum: float | None = None,
+        maximum: float | None = None,
+        step: float | None = None,
+        choices: Choices | None = None,
+        log: bool = False,
+        help: str = "",
+    ) -> None:
+        self.default = default
+        self.label = label
+        self.unit = unit
+        self.minimum = minimum
+        self.maximum = maximum
+        self.step = step
+        self._choices = choices
+        self.log = log
+        self.help = help
+        self.name = ""
+        if isinstance(default, bool):
+            self.kind = bool
+        elif isinstance(default, int):
+            self.kind = int
+        elif isinstance(default, float):
+            self.kind = float
+        elif isinstance(default, str):
+            if choices is None:
+                raise TypeError(f"{label}: a text parameter needs choices")
+            self.kind = str
+        else:
+            raise TypeError(f"{label}: unsupported default {default!r}")
+        if self.kind in (int, float) and (minimum is None or maximum is None):
+            raise TypeError(f"{label}: a numeric parameter needs a minimum and a maximum")
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: FigureModel | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        return instance.get(self.name)
+
+    def __set__(self, instance: FigureModel, value: Any) -> None:
+        instance.set(self.name, value)
+
+    # --- choices -------------------------------------------------------------------------
+    @property
+    def choices(self) -> list[tuple[str, str]]:
+        raw = self._choices() if callable(self._choices) else self._choices
+        return list(raw or [])
+
+    def choice_values(self) -> list[str]:
+        return [value for value, _ in self.choices]
+
+    def choice_label(self, value: str) -> str:
+        return dict(self.choices).get(value, value)
+
+    # --- validation ----------------------------------------------------------------------
+    def coerce(self, value: Any) -> Any:
+        """The nearest allowed value; raises ValueError only for a value of the wrong kind."""
+        if self.kind is bool:
+            if isinstance(value, str):
+                return self._parse_bool(value)
+            return bool(value)
+        if self.kind is str:
+            value = str(value)
+            if value not in self.choice_values():
+                raise ValueError(self.allowed())
+            return value
+        number = float(value)
+        if math.isnan(number):
+            raise ValueError(self.allowed())
+        number = min(max(number, self.minimum), self.maximum)
+        if self.step:
+            number = self.minimum + round((number - self.minimum) / self.step) * self.step
+            number = min(number, self.maximum)
+        if self.kind is int:
+            return int(round(number))
+        return float(number)
+
+    def parse(self, text: str) -> Any:
+        """Strict conversion of typed text (command line): out-of-range is an error."""
+        if self.kind is bool:
+            return self._parse_bool(text)
+        if self.kind is str:
+            return self.coerce(text)
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"'{text}' is not a number; {self.allowed()}") from None
+        if self.kind is int and not number.is_integer():
+            raise ValueError(f"'{text}' is not a whole number; {self.allowed()}")
+        if not (self.minimum <= number <= self.maximum):
+            raise ValueError(f"{text} is out of range; {self.allowed()}")
+        return self.coerce(number)
+
+    def allowed(self) -> str:
+        if self.kind is bool:
+            return "allowed: true or false"
+        if self.kind is str:
+            return "allowed: " + ", ".join(self.choice_values())
+        unit = f" {self.unit}" if self.unit else ""
+        kind = "a whole number" if self.kind is int else "a number"
+        step = f" in steps of {_plain(self.step)}" if self.step and self.step != 1 else ""
+        return f"allowed: {kind} from {_plain(self.minimum)} to {_plain(self.maximum)}{unit}{step}"
+
+    def _parse_bool(self, text: str) -> bool:
+        lowered = text.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"'{text}' is not true or false")
+
+
+def _plain(number: float) -> str:
+    return f"{number:g}" if abs(number) < 1e6 else f"{number:,.0f}"
+
+
+@dataclass(frozen=True)
+class Readout:
+    """One number a figure shows, with its unit; `digits` are significant digits shown."""
+
+    label: str
+    value: float | int | str
+    unit: str = ""
+    digits: int = 3
+
+    @property
+    def text(self) -> str:
+        return format_value(self.value, self.unit, self.digits)
+
+
+def format_value(value: float | int | str, unit: str = "", digits: int = 3) -> str:
+    """Human text for a number: thousands separators for integers, `digits` significant
+    digits otherwise, and the unit after a thin space."""
+    if isinstance(value, str):
+        body = value
+    elif isinstance(value, bool):
+        body = "yes" if value else "no"
+    elif isinstance(value, int) or (isinstance(value, float) and value.is_integer()
+                                     and abs(value) < 1e15):
+        body = f"{int(value):,}"
+    elif not math.isfinite(value):
+        body = "∞" if value > 0 else ("−∞" if value < 0 else "NaN")
+    elif value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
+        body = f"{value:.{max(digits - 1, 0)}e}"
+    else:
+        decimals = max(digits - 1 - int(math.floor(math.log10(abs(value)))), 0) if value else 0
+        body = f"{value:,.{decimals}f}"
+    if not unit:
+        return body
+    return f"{body}{'' if unit in ('%', '×') else ' '}{unit}"
+
+
+class FigureModel(QObject):
+    """State and physics of one figure. Subclasses declare Parameters and implement
+    `compute()` (pure, returns a frozen dataclass) and `readouts()`."""
+
+    changed = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._values = {name: p.default for name, p in self.parameters().items()}
+        self._outputs: Any = None
+        self._batch_depth = 0
+        self._pending_change = False
+
+    @classmethod
+    def parameters(cls) -> dict[str, Parameter]:
+        found: dict[str, Parameter] = {}
+        for klass in reversed(cls.__mro__):
+            for name, attr in vars(klass).items():
+                if isinstance(attr, Parameter):
+                    found[name] = attr
+        return found
+
+    @classmethod
+    def parameter(cls, name: str) -> Parameter:
+        try:
+            return cls.parameters()[name]
+        except KeyError:
+            known = ", ".join(cls.parameters())
+            raise KeyError(f"unknown parameter '{name}'; known: {known}") from None
+
+    def get(self, name: str) -> Any:
+        return self._values[name]
+
+    def values(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def set(self, name: str, value: Any) -> bool:
+        """Set one parameter (clamped). Returns True when the value changed."""
+        new = self.parameter(name).coerce(value)
+        if new == self._values[name]:
+            return False
+        self._values[name] = new
+        self.parameter_changed(name)
+        self._notify()
+        return True
+
+    def parameter_changed(self, name: str) -> None:
+        """Hook for subclasses that keep derived state (a stepper rewinds, for example)."""
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Set several parameters and emit `changed` once."""
+        self._batch_depth += 1
+        try:
+            yield
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0 and self._pending_change:
+                self._pending_change = False
+                self.changed.emit()
+
+    def reset(self) -> None:
+        with self.batch():
+            for name, param in self.parameters().items():
+                self.set(name, param.default)
+            self.reset_state()
+            self._notify()
+
+    def reset_state(self) -> None:
+        """Hook: restore state that is not a parameter (time, step, random draws)."""
+
+    def _notify(self) -> None:
+        self._outputs = None
+        if self._batch_depth:
+            self._pending_change = True
+        else:
+            self.changed.emit()
+
+    @property
+    def out(self) -> Any:
+        if self._outputs is None:
+            self._outputs = self.compute()
+        return self._outputs
+
+    def compute(self) -> Any:
+        raise NotImplementedError
+
+    def readouts(self) -> dict[str, Readout]:
+        raise NotImplementedError
+
+
+class AnimatedModel(FigureModel):
+    """A figure that moves with time: Play/Pause, Step, Rewind and a speed factor.
+
+    Subclasses implement `advance_by(dt)` (seconds of figure time; return False when the
+    animation reached its end) and `step_once()`; `reset_state()` rewinds.
+    """
+
+    playing_changed = Signal(bool)
+
+    speed = Parameter(1.0, label="Speed", unit="×", minimum=0.25, maximum=4.0, step=0.25,
+                      help="How fast Play runs")
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        self._playing = False
+        super().__init__(parent)
+
+    @property
+    def playing(self) -> bool:
+        return self._playing
+
+    def set_playing(self, playing: bool) -> None:
+        if playing and self.finished:
+            self.rewind()
+        if playing != self._playing:
+            self._playing = playing
+            self.playing_changed.emit(playing)
+
+    def toggle_playing(self) -> None:
+        self.set_playing(not self._playing)
+
+    def advance(self, dt: float) -> None:
+        """Called by the app clock with wall seconds since the last frame."""
+        if not self._playing:
+            return
+        if not self.advance_by(dt * self.speed):
+            self.set_playing(False)
+        self._notify()
+
+    def step(self) -> None:
+        self.set_playing(False)
+        self.step_once()
+        self._notify()
+
+    def rewind(self) -> None:
+        self.reset_state()
+        self._notify()
+
+    def reset(self) -> None:
+        self.set_playing(False)
+        super().reset()
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+    def advance_by(self, dt: float) -> bool:
+        raise NotImplementedError
+
+    def step_once(self) -> None:
+        raise NotImplementedError

@@ -1,0 +1,396 @@
+"""Native controls bound to model parameters, and the panels every figure shares.
+
+Widget-to-model updates go through `model.set`; model-to-widget updates (reset, command
+line, another control) happen in `sync()` under a QSignalBlocker, so there are no loops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuviz import theme
+from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, format_value
+
+LOG_SLIDER_STEPS = 1000
+
+
+def _tooltip(param: Parameter) -> str:
+    parts = [param.help] if param.help else []
+    parts.append(param.allowed().capitalize())
+    return "\n".join(parts)
+
+
+class BoundControl(QWidget):
+    """Base of the controls that show and edit one parameter."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.name = name
+        self.param = model.parameter(name)
+        self.setToolTip(_tooltip(self.param))
+        self.setAccessibleName(self.param.label)
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+
+class ParameterSlider(BoundControl):
+    """Label, slider and the current value with its unit; linear or logarithmic."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        p = self.param
+        self.label = QLabel(p.label)
+        self.value_label = QLabel()
+        self.value_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        self.value_label.setMinimumWidth(80)
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setFocusPolicy(Qt.StrongFocus)
+        self.slider.setAccessibleName(p.label)
+        self.slider.setToolTip(self.toolTip())
+        if p.log:
+            self._positions = LOG_SLIDER_STEPS
+        elif p.step:
+            self._positions = max(1, round((p.maximum - p.minimum) / p.step))
+        elif p.kind is int:
+            self._positions = int(p.maximum - p.minimum)
+        else:
+            self._positions = LOG_SLIDER_STEPS
+        self.slider.setRange(0, self._positions)
+        self.slider.setPageStep(max(1, self._positions // 10))
+        self.slider.valueChanged.connect(self._on_slider)
+        self.label.setBuddy(self.slider)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(1)
+        top = QHBoxLayout()
+        top.addWidget(self.label)
+        top.addStretch(1)
+        top.addWidget(self.value_label)
+        layout.addLayout(top)
+        layout.addWidget(self.slider)
+        self.sync()
+
+    def value_at(self, position: int) -> float:
+        p = self.param
+        fraction = position / self._positions
+        if p.log:
+            low, high = math.log(p.minimum), math.log(p.maximum)
+            return math.exp(low + fraction * (high - low))
+        return p.minimum + fraction * (p.maximum - p.minimum)
+
+    def position_of(self, value: float) -> int:
+        p = self.param
+        if p.log:
+            low, high = math.log(p.minimum), math.log(p.maximum)
+            fraction = (math.log(max(value, p.minimum)) - low) / (high - low)
+        else:
+            fraction = (value - p.minimum) / (p.maximum - p.minimum)
+        return round(fraction * self._positions)
+
+    def _on_slider(self, position: int) -> None:
+        self.model.set(self.name, self.value_at(position))
+        self.sync()
+
+    def sync(self) -> None:
+        value = self.model.get(self.name)
+        with QSignalBlocker(self.slider):
+            self.slider.setValue(self.position_of(value))
+        self.value_label.setText(format_value(value, self.param.unit, digits=4))
+
+
+class ChoiceBox(BoundControl):
+    """A labelled combo box for a parameter with named choices."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        self.combo = QComboBox()
+        self.combo.setAccessibleName(self.param.label)
+        self.combo.setToolTip(self.toolTip())
+        for value, label in self.param.choices:
+            self.combo.addItem(label, value)
+        self.combo.currentIndexChanged.connect(self._on_index)
+        label = QLabel(self.param.label)
+        label.setBuddy(self.combo)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.addWidget(label)
+        layout.addWidget(self.combo, 1)
+        self.sync()
+
+    def _on_index(self, index: int) -> None:
+        if index >= 0:
+            self.model.set(self.name, self.combo.itemData(index))
+
+    def sync(self) -> None:
+        with QSignalBlocker(self.combo):
+            self.combo.setCurrentIndex(self.combo.findData(self.model.get(self.name)))
+
+
+class ChoiceButtons(BoundControl):
+    """Exclusive push buttons for a few choices that are worth seeing at once."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        self.group = QButtonGroup(self)
+        self.group.setExclusive(True)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(2)
+        self.buttons: dict[str, QPushButton] = {}
+        for value, label in self.param.choices:
+            button = QPushButton(label)
+            button.setCheckable(True)
+            button.setToolTip(f"{self.param.label}: {label}")
+            button.setAccessibleName(f"{self.param.label}: {label}")
+            button.clicked.connect(lambda _=False, v=value: self.model.set(self.name, v))
+            self.group.addButton(button)
+            self.buttons[value] = button
+            layout.addWidget(button)
+        self.sync()
+
+    def sync(self) -> None:
+        current = self.model.get(self.name)
+        for value, button in self.buttons.items():
+            with QSignalBlocker(button):
+                button.setChecked(value == current)
+
+
+class ToggleBox(BoundControl):
+    """A check box for a boolean parameter."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        self.box = QCheckBox(self.param.label)
+        self.box.setToolTip(self.toolTip())
+        self.box.setAccessibleName(self.param.label)
+        self.box.toggled.connect(lambda checked: self.model.set(self.name, checked))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.addWidget(self.box)
+        self.sync()
+
+    def sync(self) -> None:
+        with QSignalBlocker(self.box):
+            self.box.setChecked(bool(self.model.get(self.name)))
+
+
+class NumberEntry(BoundControl):
+    """Typed entry of a number; text that is not an allowed number is refused inline."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        self.edit = QLineEdit()
+        self.edit.setAccessibleName(self.param.label)
+        self.edit.setToolTip(self.toolTip())
+        self.error = QLabel()
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet(f"color: {theme.color('highlight').name()}")
+        self.error.hide()
+        label = QLabel(f"{self.param.label} ({self.param.unit})" if self.param.unit
+                       else self.param.label)
+        label.setBuddy(self.edit)
+        self.edit.editingFinished.connect(self._on_edit)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(1)
+        layout.addWidget(label)
+        layout.addWidget(self.edit)
+        layout.addWidget(self.error)
+        self.sync()
+
+    def _on_edit(self) -> None:
+        text = self.edit.text().strip().replace(",", "").replace("_", "")
+        try:
+            value = self.param.parse(text)
+        except ValueError as error:
+            self.error.setText(f"Not accepted: {error}")
+            self.error.show()
+            return
+        self.error.hide()
+        self.model.set(self.name, value)
+
+    def sync(self) -> None:
+        if not self.edit.hasFocus():
+            with QSignalBlocker(self.edit):
+                self.edit.setText(f"{self.model.get(self.name):g}")
+
+
+def control_for(model: FigureModel, name: str, style: str | None = None) -> BoundControl:
+    """The natural control for a parameter: slider, combo box, buttons, check box, entry."""
+    param = model.parameter(name)
+    if style == "buttons":
+        return ChoiceButtons(model, name)
+    if style == "entry":
+        return NumberEntry(model, name)
+    if param.kind is bool:
+        return ToggleBox(model, name)
+    if param.kind is str:
+        return ChoiceBox(model, name)
+    return ParameterSlider(model, name)
+
+
+class ControlPanel(QWidget):
+    """The column of a figure's controls; `add` builds and binds one by parameter name."""
+
+    def __init__(self, model: FigureModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.controls: list[BoundControl] = []
+        self.layout_ = QVBoxLayout(self)
+        self.layout_.setContentsMargins(0, 0, 0, 0)
+        self.layout_.setSpacing(4)
+
+    def add(self, name: str, style: str | None = None) -> BoundControl:
+        control = control_for(self.model, name, style)
+        self.controls.append(control)
+        self.layout_.addWidget(control)
+        return control
+
+    def add_widget(self, widget: QWidget) -> QWidget:
+        self.layout_.addWidget(widget)
+        return widget
+
+    def sync(self) -> None:
+        for control in self.controls:
+            control.sync()
+
+
+class TimeControls(QWidget):
+    """Play/Pause, Step, Rewind and speed for an AnimatedModel."""
+
+    SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+    def __init__(self, model: AnimatedModel, parent: QWidget | None = None,
+                 step_label: str = "Step") -> None:
+        super().__init__(parent)
+        self.model = model
+        self.play = QPushButton("Play")
+        self.play.setToolTip("Play or pause the animation (Space)")
+        self.play.clicked.connect(model.toggle_playing)
+        self.step = QPushButton(step_label)
+        self.step.setToolTip("Advance by one step")
+        self.step.clicked.connect(model.step)
+        self.rewind = QPushButton("Rewind")
+        self.rewind.setToolTip("Back to the start, keeping the settings")
+        self.rewind.clicked.connect(model.rewind)
+        self.speed = QComboBox()
+        self.speed.setToolTip("Animation speed")
+        self.speed.setAccessibleName("Speed")
+        for factor in self.SPEEDS:
+            self.speed.addItem(f"{factor:g}×", factor)
+        self.speed.currentIndexChanged.connect(
+            lambda i: model.set("speed", self.speed.itemData(i)) if i >= 0 else None)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        for widget in (self.play, self.step, self.rewind, self.speed):
+            layout.addWidget(widget)
+        model.playing_changed.connect(self.sync)
+        self.sync()
+
+    def sync(self, *_: object) -> None:
+        self.play.setText("Pause" if self.model.playing else "Play")
+        with QSignalBlocker(self.speed):
+            index = self.speed.findData(self.model.speed)
+            self.speed.setCurrentIndex(index if index >= 0 else self.SPEEDS.index(1.0))
+
+
+class ReadoutPanel(QFrame):
+    """Label: value unit, for every readout of the model, updated in place."""
+
+    def __init__(self, model: FigureModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.setFrameShape(QFrame.StyledPanel)
+        self.form = QFormLayout(self)
+        self.form.setContentsMargins(8, 6, 8, 6)
+        self.form.setHorizontalSpacing(12)
+        self.form.setVerticalSpacing(2)
+        self.rows: dict[str, tuple[QLabel, QLabel]] = {}
+        self.sync()
+
+    def sync(self) -> None:
+        readouts = self.model.readouts()
+        if list(readouts) != list(self.rows):
+            while self.form.rowCount():
+                self.form.removeRow(0)
+            self.rows = {}
+            for key, readout in readouts.items():
+                name, value = QLabel(readout.label), QLabel()
+                value.setTextInteractionFlags(Qt.TextSelectableByMouse)
+                value.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.form.addRow(name, value)
+                self.rows[key] = (name, value)
+        for key, readout in readouts.items():
+            name, value = self.rows[key]
+            name.setText(readout.label)
+            value.setText(readout.text)
+
+    def texts(self) -> dict[str, str]:
+        return {key: value.text() for key, (_, value) in self.rows.items()}
+
+
+class MessageLabel(QLabel):
+    """A sentence under the plots; `warn=True` shows it in the highlight colour."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
+
+    def show_message(self, text: str, warn: bool = False) -> None:
+        role = "highlight" if warn else "text"
+        weight = "bold" if warn else "normal"
+        self.setStyleSheet(f"color: {theme.color(role).name()}; font-weight: {weight}")
+        self.setText(text)
+
+
+class PredictReveal(QFrame):
+    """Predict first: the learner sets a guess (a parameter), presses Reveal (a boolean
+    parameter), and sees guess and answer side by side. The model clears `revealed`
+    whenever the guess changes, so a new guess hides the answer again."""
+
+    def __init__(self, model: FigureModel, guess: str, revealed: str,
+                 answer_text: Callable[[], str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.revealed = revealed
+        self.answer_text = answer_text
+        self.setFrameShape(QFrame.StyledPanel)
+        self.guess = control_for(model, guess)
+        self.button = QPushButton("Reveal")
+        self.button.setToolTip("Show the answer next to your guess")
+        self.button.clicked.connect(lambda: model.set(revealed, True))
+        self.result = MessageLabel()
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("<b>Predict first</b>"))
+        layout.addWidget(self.guess)
+        layout.addWidget(self.button)
+        layout.addWidget(self.result)
+        self.sync()
+
+    def sync(self) -> None:
+        self.guess.sync()
+        shown = bool(self.model.get(self.revealed))
+        self.button.setEnabled(not shown)
+        self.result.show_message(self.answer_text() if shown else
+                                 "Set your guess, then press Reveal.")

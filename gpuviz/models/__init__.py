@@ -1,0 +1,1 @@
+"""The physics of every figure: pure numpy functions, then the figure models."""

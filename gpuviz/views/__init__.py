@@ -1,0 +1,1 @@
+"""One QWidget per figure, grouped by lesson."""

@@ -1,0 +1,77 @@
+"""Figure 1.3: the occupancy calculator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, diagram_widget, grid_rects, plot_widget, text_item
+from gpuviz.data.hardware import gpu
+from gpuviz.models.gpu_architecture import RESOURCE_LABELS, RESOURCES
+
+WARP_SLOT_COLUMNS = 32
+
+
+class OccupancyView(FigureView):
+    def build(self) -> None:
+        for name in ("gpu", "threads_per_block", "registers_per_thread", "shared_memory_kb"):
+            self.controls.add(name)
+
+        self.bars_plot = plot_widget("Blocks per SM this resource allows")
+        item = self.bars_plot.getPlotItem()
+        item.setXRange(0, 35, padding=0)
+        item.setYRange(-0.6, len(RESOURCES) - 0.4, padding=0)
+        item.getAxis("left").setTicks([[(i, RESOURCE_LABELS[n]) for i, n in
+                                        enumerate(RESOURCES)]])
+        item.showGrid(x=True, y=False, alpha=0.25)
+        item.invertY(True)
+        self.bars = pg.BarGraphItem(x0=np.zeros(len(RESOURCES)), y=np.arange(len(RESOURCES)),
+                                    width=np.ones(len(RESOURCES)), height=0.6)
+        item.addItem(self.bars)
+        self.bar_labels = [text_item(anchor=(0, 0.5), bold=True) for _ in RESOURCES]
+        for label in self.bar_labels:
+            item.addItem(label)
+        self.add_plot(self.bars_plot, 3)
+
+        canvas, self.slots_box = diagram_widget()
+        self.slots_title = text_item(anchor=(0, 1))
+        self.slots = CellGrid()
+        self.slots_box.addItem(self.slots)
+        self.slots_box.addItem(self.slots_title)
+        self.add_plot(canvas, 2)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        shown = np.array([min(out.limits[n], 33) for n in RESOURCES], dtype=float)
+        brushes = [theme.color("highlight" if n in out.limiting else "compute")
+                   for n in RESOURCES]
+        self.bars.setOpts(width=np.maximum(shown, 0.15), brushes=brushes, pens=brushes)
+        for i, (name, label) in enumerate(zip(RESOURCES, self.bar_labels, strict=True)):
+            limit = out.limits[name]
+            label.setText(f" {limit}" if limit <= 33 else f" {limit} ▸")
+            label.setPos(shown[i], i)
+
+        max_warps = int(gpu(self.model.gpu)["sm.max_warps"])
+        fills = []
+        for slot in range(max_warps):
+            block = slot // out.warps_per_block if out.warps_per_block else 0
+            if slot < out.active_warps:
+                fills.append(theme.color("compute" if block % 2 == 0 else "compute_light"))
+            else:
+                fills.append(theme.color("idle", 150))
+        self.slots.set_cells(grid_rects(max_warps, WARP_SLOT_COLUMNS, y0=0.2), fills)
+        self.slots_title.setText(
+            f"Warp slots of one SM: {out.active_warps} of {max_warps} in use "
+            f"(blue, one shade per block), the rest idle (violet)")
+        self.slots_title.setPos(0, 0.1)
+        self.slots_box.setRange(xRange=(0, WARP_SLOT_COLUMNS), yRange=(-1.2, 2.3), padding=0.02)
+
+        if out.failure:
+            self.message.show_message(f"The launch fails: {out.failure}. Not even one block "
+                                      "fits on an SM.", warn=True)
+        else:
+            limiter = " and ".join(RESOURCE_LABELS[n].lower() for n in out.limiting)
+            self.message.show_message(f"{out.blocks} blocks of {out.warps_per_block} warps fit; "
+                                      f"{limiter} set the limit.")
