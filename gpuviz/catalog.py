@@ -48,6 +48,25 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(1, "gpu_architecture", "GPU architecture", "01-gpu-architecture.md", (
         # lesson 1 figures
         FigureSpec(
+            "1.1", "hierarchy", "Grid, block, warp, thread and SM",
+            "A launch of N threads cut into blocks, warps and threads, and the blocks dealt "
+            "to the SMs in waves. Blue is busy, violet is idle: the unused threads of the "
+            "last block and the SMs left without a block in the last wave. <i>Try this:</i> "
+            "click each level and read what it is. Then set the block size to 1,024 and "
+            "count the idle SMs; go down to 128 and watch them disappear.",
+            "gpu_architecture:HierarchyModel", "gpu_architecture.hierarchy:HierarchyView",
+            "hierarchy"),
+        FigureSpec(
+            "1.2", "warp_scheduler", "Hiding memory latency by switching warps",
+            "One scheduler and its warps over time. A warp issues (blue), then waits for "
+            "memory (orange); the bottom row shows the scheduler, violet when no warp can "
+            "issue. <i>Try this:</i> start from one warp and add warps one at a time until "
+            "the violet gaps are gone; compare with 1 + ⌈L/c⌉. Then raise the latency to "
+            "an HBM-like 700 cycles: 16 warps are no longer enough.",
+            "gpu_architecture:WarpSchedulerModel",
+            "gpu_architecture.warp_scheduler:WarpSchedulerView", "latency-hiding",
+            animated=True),
+        FigureSpec(
             "1.3", "occupancy", "Occupancy: what limits resident blocks",
             "Each bar is the number of blocks one SM could hold if only that resource "
             "counted; the shortest one wins and turns magenta. <i>Try this:</i> from 256 "
@@ -56,12 +75,58 @@ LESSONS: tuple[Lesson, ...] = (
             "and the launch fails.",
             "gpu_architecture:OccupancyModel", "gpu_architecture.occupancy:OccupancyView",
             "occupancy"),
+        FigureSpec(
+            "1.4", "memory_hierarchy", "The memory hierarchy on a log scale",
+            "Registers, shared memory/L1, L2 and HBM (yellow on chip, orange off chip), "
+            "and, if you add them, the aqua links to other GPUs. Each grid line is ten "
+            "times the previous one. Paler bars are computed or estimated; a level "
+            "without a sourced number has no bar. <i>Try this:</i> compare the sizes of "
+            "L2 and HBM, then switch to bandwidth: the big memory is the slower one. "
+            "Click a bar to read its numbers and where they come from.",
+            "gpu_architecture:MemoryHierarchyModel",
+            "gpu_architecture.memory_hierarchy:MemoryHierarchyView", "memory-hierarchy"),
     )),
     Lesson(2, "roofline", "Roofline and arithmetic intensity", "02-roofline.md", (
         # lesson 2 figures
     )),
     Lesson(3, "kernels", "Kernels, tiling and fusion", "03-kernels.md", (
         # lesson 3 figures
+        FigureSpec(
+            "3.1", "fusion", "Fusion: one kernel instead of a chain",
+            "Time for a chain of k elementwise kernels (orange) and for the same work fused "
+            "into one kernel (yellow), as the tensor grows. In the violet band every kernel "
+            "of the chain finishes its memory traffic faster than it can be launched. "
+            "<i>Try this:</i> drag N from 1 G elements down to a few thousand and watch "
+            "the speed-up at the dot. Then pick ops with a second input: the gap shrinks "
+            "for big tensors but not for small ones.",
+            "kernels:FusionModel", "kernels.fusion:FusionView", "fusion"),
+        FigureSpec(
+            "3.2", "tiling", "Tiled matmul: how often each element leaves HBM",
+            "A step loads one tile of A and one of B (magenta outlines) into shared memory "
+            "and adds their product to the C tile held on chip (yellow). The numbers count "
+            "HBM reads of every element over the whole kernel. <i>Try this:</i> press Next "
+            "step a few times, then Jump to end: with N = 8 and T = 2 each element was "
+            "read 4 times. Double T and count again. Then slide the full-size tile until "
+            "the shared-memory bar turns magenta.",
+            "kernels:TiledMatmulModel", "kernels.tiling:TiledMatmulView", "tiling",
+            animated=True),
+        FigureSpec(
+            "3.3", "coalescing", "Coalescing: the sectors one warp fetches",
+            "Memory as rows of 4-byte elements grouped into 32-byte sectors. The solid "
+            "boxes are what the 32 threads of a warp asked for (numbered by thread); a "
+            "magenta outline is a sector the hardware had to fetch, pale boxes are bytes "
+            "fetched for nothing. <i>Try this:</i> raise the stride from 1 to 8 and watch "
+            "the efficiency fall. Then compare the contiguous row with the one that starts "
+            "4 bytes late.",
+            "kernels:CoalescingModel", "kernels.coalescing:CoalescingView", "coalescing"),
+        FigureSpec(
+            "3.4", "banks", "Shared-memory banks and padding",
+            "Shared memory as 32 banks (columns), one 4-byte word per bank per row. Magenta "
+            "words are those a warp reads at once; the bars count the different words each "
+            "bank has to deliver, one per cycle. <i>Try this:</i> read a column of a "
+            "32 × 32 tile, then of the same tile padded to 33 words per row. Then try the "
+            "two diagonals.",
+            "kernels:BankConflictModel", "kernels.banks:BankConflictView", "banks"),
     )),
     Lesson(4, "flash_attention", "FlashAttention and online softmax",
            "04-flash-attention.md", (

@@ -8,6 +8,7 @@ It runs only while the shown figure is playing, and stops when the figure is hid
 from __future__ import annotations
 
 import time
+import weakref
 
 from PySide6.QtCore import QObject, Qt, QTimer
 
@@ -17,9 +18,14 @@ FRAME_INTERVAL_MS = 16
 MAX_DT_S = 0.1
 
 
+# Every clock, so tests can check that none is left running.
+CLOCKS: weakref.WeakSet[AppClock] = weakref.WeakSet()
+
+
 class AppClock(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        CLOCKS.add(self)
         self._timer = QTimer(self)
         self._timer.setTimerType(Qt.PreciseTimer)
         self._timer.setInterval(FRAME_INTERVAL_MS)

@@ -115,7 +115,9 @@ class Parameter:
         if self.kind is bool:
             return self._parse_bool(text)
         if self.kind is str:
-            return self.coerce(text)
+            if text not in self.choice_values():
+                raise ValueError(f"'{text}' is not a choice; {self.allowed()}")
+            return text
         try:
             number = float(text)
         except ValueError:
@@ -124,6 +126,8 @@ class Parameter:
             raise ValueError(f"'{text}' is not a whole number; {self.allowed()}")
         if not (self.minimum <= number <= self.maximum):
             raise ValueError(f"{text} is out of range; {self.allowed()}")
+        if self.step and self.kind is int and (number - self.minimum) % self.step:
+            raise ValueError(f"{text} is not on a step; {self.allowed()}")
         return self.coerce(number)
 
     def allowed(self) -> str:

@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QPainter, QPen
 
 from gpuviz import theme
 
-pg.setConfigOptions(antialias=True)
+pg.setConfigOptions(antialias=False)
 
 
 def _apply_theme_defaults() -> None:
@@ -39,6 +39,8 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
         axis.setTickFont(tick_font)
         axis.setPen(pg.mkPen(theme.color("muted")))
         axis.setTextPen(pg.mkPen(theme.color("text")))
+        # Major ticks and grid lines only: minor grid lines cost milliseconds per repaint.
+        axis.setStyle(maxTickLevel=0)
     label_style = {"font-size": f"{10 * theme.current().font_scale:.0f}pt",
                    "color": theme.current().text}
     if x_label:
@@ -73,9 +75,18 @@ def brush(role: str, alpha: int = 255) -> pg.QtGui.QBrush:
     return pg.mkBrush(theme.color(role, alpha))
 
 
+class Label(pg.TextItem):
+    """A TextItem that re-lays out its text only when the text really changes."""
+
+    def setText(self, text: str, color: object = None) -> None:  # noqa: N802 - Qt naming
+        if text != getattr(self, "_shown_text", None) or color is not None:
+            self._shown_text = text
+            super().setText(text, color)
+
+
 def text_item(text: str = "", role: str = "text", size: float = 10, bold: bool = False,
-              anchor: tuple[float, float] = (0, 0)) -> pg.TextItem:
-    item = pg.TextItem(text, color=theme.color(role), anchor=anchor)
+              anchor: tuple[float, float] = (0, 0)) -> Label:
+    item = Label(text, color=theme.color(role), anchor=anchor)
     item.setFont(theme.font(size, bold))
     return item
 

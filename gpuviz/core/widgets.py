@@ -342,8 +342,10 @@ class ReadoutPanel(QFrame):
                 self.rows[key] = (name, value)
         for key, readout in readouts.items():
             name, value = self.rows[key]
-            name.setText(readout.label)
-            value.setText(readout.text)
+            if name.text() != readout.label:
+                name.setText(readout.label)
+            if value.text() != readout.text:
+                value.setText(readout.text)
 
     def texts(self) -> dict[str, str]:
         return {key: value.text() for key, (_, value) in self.rows.items()}
@@ -358,10 +360,12 @@ class MessageLabel(QLabel):
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
 
     def show_message(self, text: str, warn: bool = False) -> None:
-        role = "highlight" if warn else "text"
-        weight = "bold" if warn else "normal"
-        self.setStyleSheet(f"color: {theme.color(role).name()}; font-weight: {weight}")
-        self.setText(text)
+        style = (f"color: {theme.color('highlight').name()}; font-weight: bold" if warn
+                 else "")
+        if style != self.styleSheet():  # restyling costs milliseconds: only on change
+            self.setStyleSheet(style)
+        if text != self.text():
+            self.setText(text)
 
 
 class PredictReveal(QFrame):

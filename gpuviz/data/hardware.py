@@ -15,6 +15,8 @@ from pathlib import Path
 from gpuviz.data import DataError
 from gpuviz.paths import resource
 
+DEFAULT_GPU = "h100_sxm"
+
 SM_FIELDS = (
     "count", "max_threads", "max_warps", "max_blocks", "max_threads_per_block", "registers",
     "max_registers_per_block", "max_registers_per_thread", "register_alloc_unit",
@@ -109,19 +111,40 @@ def _number(path: Path, field: str, entry: object) -> Sourced:
     return Sourced(float(value), source, bool(entry.get("estimate", False)))
 
 
+@functools.cache
 def hardware_dir() -> Path:
     return resource("hardware")
 
 
 @functools.cache
-def load_gpus(directory: Path | None = None) -> dict[str, GPU]:
-    """All GPUs, in display order. Raises DataError for the first bad file."""
-    directory = directory or hardware_dir()
+def _load(directory: Path) -> tuple[dict[str, GPU], tuple[DataError, ...]]:
     paths = sorted(directory.glob("*.toml"))
     if not paths:
         raise DataError(directory, "", "holds no hardware files (*.toml)")
-    gpus = [parse_gpu(path) for path in paths]
-    return {gpu.key: gpu for gpu in sorted(gpus, key=lambda g: (g.order, g.key))}
+    gpus: list[GPU] = []
+    problems: list[DataError] = []
+    for path in paths:
+        try:
+            gpus.append(parse_gpu(path))
+        except DataError as error:
+            problems.append(error)
+    by_key = {g.key: g for g in sorted(gpus, key=lambda g: (g.order, g.key))}
+    if DEFAULT_GPU not in by_key:
+        # Every figure starts on this GPU; without it there is no safe default.
+        bad = next((p for p in problems if Path(p.path).stem == DEFAULT_GPU), None)
+        raise bad or DataError(directory / f"{DEFAULT_GPU}.toml", "", "is missing")
+    return by_key, tuple(problems)
+
+
+def load_gpus(directory: Path | None = None) -> dict[str, GPU]:
+    """The GPUs whose files are valid, in display order. A broken file is left out (see
+    `load_problems`); a broken or missing default GPU raises DataError."""
+    return _load(directory or hardware_dir())[0]
+
+
+def load_problems(directory: Path | None = None) -> tuple[DataError, ...]:
+    """The files `load_gpus` had to leave out, each with what is wrong."""
+    return _load(directory or hardware_dir())[1]
 
 
 def gpu(key: str) -> GPU:
@@ -132,4 +155,3 @@ def gpu_choices() -> list[tuple[str, str]]:
     return [(key, g.name) for key, g in load_gpus().items()]
 
 
-DEFAULT_GPU = "h100_sxm"

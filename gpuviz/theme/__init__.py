@@ -3,8 +3,10 @@ for a colour, so the projector look changes the palette and not the views."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -13,7 +15,7 @@ OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "
              "#999999")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Theme:
     name: str
     background: str
@@ -102,9 +104,12 @@ def current() -> Theme:
 
 def color(role: str, alpha: int = 255) -> QColor:
     """The colour of a role ("compute", "memory", ...) or of a theme field ("text")."""
-    theme = _current
-    value = theme.roles.get(role) or getattr(theme, role)
-    qcolor = QColor(value)
+    return QColor(_color(_current, role, alpha))
+
+
+@functools.cache
+def _color(theme: Theme, role: str, alpha: int) -> QColor:
+    qcolor = QColor(theme.roles.get(role) or getattr(theme, role))
     qcolor.setAlpha(alpha)
     return qcolor
 
@@ -151,3 +156,13 @@ def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -
         base.setPointSizeF(10.0 * _current.font_scale * text_scale)
         app.setFont(base)
     return _current
+
+
+def resolve(name: str, app: QApplication | None = None) -> str:
+    """A theme name; "system" follows the desktop's light or dark preference."""
+    if name in THEMES:
+        return name
+    app = app or QApplication.instance()
+    if app is not None and app.styleHints().colorScheme() == Qt.ColorScheme.Light:
+        return LIGHT.name
+    return DARK.name

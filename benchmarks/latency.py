@@ -1,0 +1,190 @@
+"""Update + repaint latency of every catalog figure, frame rate while playing, cold start.
+
+    python benchmarks/latency.py [--json out.json] [--figures 1.1,1.3]
+
+For each figure (1280x800, offscreen): every slider is swept over its range and back and
+every combo box through its entries; one sample is the time from the control's change to
+the end of a synchronous repaint of the whole figure. Animated figures play for a while
+under the app clock and report frames per second. Cold start is the wall time from
+spawning a fresh Python process to a painted main window (and to its first figure built).
+Budgets: p95 <= 8 ms, >= 60 fps (the clock ticks every 16 ms, so ~62 is the ceiling),
+start-up <= 1.0 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SWEEP_POINTS = 24
+PLAY_SECONDS = 1.5
+STARTUP_RUNS = 5
+BUDGET_P95_MS, BUDGET_FPS, BUDGET_STARTUP_S = 8.0, 60.0, 1.0
+
+STARTUP_CHILD = r"""
+import sys, time
+spawned = float(sys.argv[1])
+from PySide6.QtWidgets import QApplication
+import gpuviz.app
+
+def exec_and_measure(app):
+    shown = time.time()
+    app.processEvents()  # first paint and the deferred build of the first figure
+    app.processEvents()
+    print(json.dumps({"shown": shown - spawned, "figure": time.time() - spawned}))
+    return 0
+
+import json
+QApplication.exec = exec_and_measure
+sys.exit(gpuviz.app.main([]))
+"""
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def measure_figure(spec, app) -> dict[str, float | None]:  # noqa: ANN001
+    from PySide6.QtWidgets import QComboBox, QSlider
+
+    from gpuviz.core.figure_view import FigurePage
+
+    model = spec.make_model()
+    page = FigurePage(spec, model, spec.make_view(model))
+    page.resize(1280, 800)
+    page.show()
+    app.processEvents()
+    samples: list[float] = []
+
+    def timed(action) -> None:  # noqa: ANN001
+        start = time.perf_counter()
+        action()
+        app.processEvents()  # the scheduled refresh runs here
+        page.repaint()  # synchronous paint of every widget of the figure
+        samples.append((time.perf_counter() - start) * 1000)
+
+    for slider in page.findChildren(QSlider):
+        low, high = slider.minimum(), slider.maximum()
+        positions = [low + (high - low) * i // SWEEP_POINTS for i in range(SWEEP_POINTS + 1)]
+        for position in positions + positions[::-1]:
+            timed(lambda s=slider, p=position: s.setValue(p))
+    for combo in page.findChildren(QComboBox):
+        start = combo.currentIndex()
+        for index in [*range(combo.count()), start]:
+            timed(lambda c=combo, i=index: c.setCurrentIndex(i))
+    model.reset()
+    app.processEvents()
+
+    fps = None
+    if spec.animated and hasattr(model, "advance"):
+        fps = measure_fps(page, model, app)
+    page.close()
+    page.deleteLater()
+    app.processEvents()
+    return {"p50_ms": round(statistics.median(samples), 2) if samples else None,
+            "p95_ms": round(percentile(samples, 0.95), 2) if samples else None,
+            "samples": len(samples), "fps": fps}
+
+
+def measure_fps(page, model, app) -> float:  # noqa: ANN001
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from gpuviz.clock import AppClock
+
+    frames = 0
+    original_refresh = page.view.refresh
+
+    def counting_refresh() -> None:
+        nonlocal frames
+        frames += 1
+        original_refresh()
+
+    page.view.refresh = counting_refresh
+    clock = AppClock()
+    clock.follow(model)
+    keep_playing = lambda playing: None if playing else model.set_playing(True)  # noqa: E731
+    model.playing_changed.connect(keep_playing)
+    model.set_playing(True)
+    loop = QEventLoop()
+    start = time.perf_counter()
+    QTimer.singleShot(int(PLAY_SECONDS * 1000), loop.quit)
+    loop.exec()
+    elapsed = time.perf_counter() - start
+    model.playing_changed.disconnect(keep_playing)
+    clock.stop()
+    page.view.refresh = original_refresh
+    return round(frames / elapsed, 1)
+
+
+def measure_startup() -> dict[str, float]:
+    shown, figure = [], []
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    with tempfile.TemporaryDirectory() as config:
+        env["XDG_CONFIG_HOME"] = config
+        for _ in range(STARTUP_RUNS):
+            spawned = time.time()
+            result = subprocess.run([sys.executable, "-c", STARTUP_CHILD, repr(spawned)],
+                                    capture_output=True, text=True, env=env, cwd=ROOT,
+                                    timeout=60)
+            line = result.stdout.strip().splitlines()[-1]
+            times = json.loads(line)
+            shown.append(times["shown"])
+            figure.append(times["figure"])
+    return {"startup_s": round(statistics.median(shown), 3),
+            "first_figure_s": round(statistics.median(figure), 3)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="also write the results as JSON")
+    parser.add_argument("--figures", help="comma-separated figure numbers (default: all)")
+    parser.add_argument("--no-startup", action="store_true", help="skip the cold start runs")
+    args = parser.parse_args(argv)
+
+    from PySide6.QtWidgets import QApplication
+
+    from gpuviz import catalog, theme
+
+    app = QApplication.instance() or QApplication([])
+    theme.apply("dark", app)
+    specs = catalog.all_figures()
+    if args.figures:
+        wanted = set(args.figures.split(","))
+        specs = [spec for spec in specs if spec.number in wanted]
+
+    results: dict[str, object] = {}
+    if not args.no_startup:
+        results.update(measure_startup())
+    figures = {spec.number: measure_figure(spec, app) for spec in specs}
+    results["figures"] = figures
+
+    print(f"{'figure':<8}{'samples':>8}{'p50 ms':>9}{'p95 ms':>9}{'fps':>8}  verdict")
+    for number, row in figures.items():
+        ok = (row["p95_ms"] is None or row["p95_ms"] <= BUDGET_P95_MS) and (
+            row["fps"] is None or row["fps"] >= BUDGET_FPS - 2)
+        fps = "-" if row["fps"] is None else f"{row['fps']:.1f}"
+        print(f"{number:<8}{row['samples']:>8}{row['p50_ms']:>9}{row['p95_ms']:>9}{fps:>8}  "
+              f"{'ok' if ok else 'OVER BUDGET'}")
+    if "startup_s" in results:
+        print(f"cold start to a painted window: {results['startup_s']:.3f} s "
+              f"(first figure built: {results['first_figure_s']:.3f} s; "
+              f"budget {BUDGET_STARTUP_S} s)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

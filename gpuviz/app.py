@@ -1,0 +1,208 @@
+"""Command line and start-up: `gpuviz`, `python -m gpuviz`.
+
+Wrong input exits with status 2 and one line on stderr saying what was wrong and what is
+allowed; never a traceback. `--list` and `--readout` need no window (and no pyqtgraph).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from gpuviz import __version__
+from gpuviz.data import DataError
+
+USAGE_ERROR = 2
+MIN_SIZE, MAX_SIZE = 320, 7680
+THEME_NAMES = ("system", "dark", "light", "projector")
+
+
+class UsageError(Exception):
+    """Input the user typed that we refuse, with the sentence that says why."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see gpuviz --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gpuviz",
+        description="Interactive figures that teach GPU and LLM-systems performance.",
+        epilog="Examples:\n"
+               "  gpuviz --figure 1.3\n"
+               "  gpuviz --figure 1.3 --set threads_per_block=1024 "
+               "--set registers_per_thread=65 --readout\n"
+               "  gpuviz --figure 1.3 --screenshot occupancy.png --size 1600x1000 "
+               "--theme projector",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--figure", metavar="L.F",
+                        help="open at figure L.F (lesson.figure), e.g. 1.3")
+    parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
+                        help="set a parameter of the figure (repeatable)")
+    parser.add_argument("--readout", action="store_true",
+                        help="print the figure's parameters and numbers as JSON and exit")
+    parser.add_argument("--screenshot", metavar="PNG", type=Path,
+                        help="render the figure offscreen to a PNG file and exit")
+    parser.add_argument("--size", metavar="WxH", default="1280x800",
+                        help="screenshot size in pixels (default 1280x800)")
+    parser.add_argument("--theme", choices=THEME_NAMES, default=None,
+                        help="colour theme (default: the saved one, else follow the system)")
+    parser.add_argument("--list", action="store_true",
+                        help="print the lessons and figures and exit")
+    parser.add_argument("--version", action="version", version=f"gpuviz {__version__}")
+    return parser
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"--size '{text}' is not WIDTHxHEIGHT, e.g. 1600x1000") from None
+    if not (MIN_SIZE <= width <= MAX_SIZE and MIN_SIZE <= height <= MAX_SIZE):
+        raise UsageError(f"--size {text}: each side must be from {MIN_SIZE} to {MAX_SIZE}")
+    return width, height
+
+
+def resolve_figure(number: str | None):  # noqa: ANN201 - FigureSpec
+    from gpuviz import catalog
+
+    if number is None:
+        return None
+    try:
+        return catalog.figure(number)
+    except KeyError as error:
+        raise UsageError(error.args[0]) from None
+
+
+def parse_settings(spec, assignments: list[str]) -> dict[str, Any]:  # noqa: ANN001
+    """Strictly parse NAME=VALUE pairs against the figure's parameters."""
+    model_class = spec.make_model().__class__
+    known = model_class.parameters()
+    values: dict[str, Any] = {}
+    for assignment in assignments:
+        name, sep, text = assignment.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--set '{assignment}' is not NAME=VALUE")
+        if name not in known:
+            raise UsageError(f"figure {spec.number} has no parameter '{name}'; "
+                             f"parameters: {', '.join(known)}")
+        try:
+            values[name] = known[name].parse(text.strip())
+        except ValueError as error:
+            raise UsageError(f"--set {name}: {error}") from None
+    return values
+
+
+def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
+    model = spec.make_model()
+    with model.batch():
+        for name, value in values.items():
+            model.set(name, value)
+    return model
+
+
+def _json_value(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def readout_json(spec, model) -> dict[str, Any]:  # noqa: ANN001
+    return {
+        "figure": spec.number,
+        "parameters": {name: _json_value(v) for name, v in model.values().items()},
+        "readouts": {key: {"value": _json_value(r.value), "unit": r.unit}
+                     for key, r in model.readouts().items()},
+    }
+
+
+def list_text() -> str:
+    from gpuviz import catalog
+
+    lines = []
+    for lesson in catalog.LESSONS:
+        suffix = "" if lesson.figures else "  (not built yet)"
+        lines.append(f"Lesson {lesson.number}: {lesson.title}{suffix}")
+        for spec in lesson.figures:
+            lines.append(f"  {spec.number:<5} {spec.title}")
+    return "\n".join(lines)
+
+
+def render_screenshot(spec, model, path: Path, size: tuple[int, int],  # noqa: ANN001
+                      theme_name: str) -> None:
+    """Render one figure offscreen (no window appears) and save it as PNG."""
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import qInstallMessageHandler
+    from PySide6.QtWidgets import QApplication
+
+    qInstallMessageHandler(_quiet_offscreen)
+
+    from gpuviz import theme
+    from gpuviz.core.figure_view import FigurePage
+
+    app = QApplication.instance() or QApplication([])
+    theme.apply(theme.resolve(theme_name, app), app)
+    page = FigurePage(spec, model, spec.make_view(model))
+    page.resize(*size)
+    page.show()
+    for _ in range(3):
+        app.processEvents()
+    if not page.grab().save(str(path), "PNG"):
+        raise UsageError(f"cannot write the screenshot to '{path}'")
+
+
+def _quiet_offscreen(mode, context, message: str) -> None:  # noqa: ANN001
+    # The offscreen platform warns about window hints it cannot honour; harmless here.
+    if "propagateSizeHints" not in message:
+        print(message, file=sys.stderr)
+
+
+def check_data() -> list[str]:
+    """Load the shipped data once; return warnings for files that had to be left out."""
+    from gpuviz.data.hardware import load_gpus, load_problems
+
+    load_gpus()
+    return [str(problem) for problem in load_problems()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.list:
+            print(list_text())
+            return 0
+        size = parse_size(args.size)
+        warnings = check_data()
+        for warning in warnings:
+            print(f"gpuviz: warning: {warning} (left out)", file=sys.stderr)
+        spec = resolve_figure(args.figure)
+        if (args.readout or args.screenshot or args.set) and spec is None:
+            raise UsageError("--set, --readout and --screenshot need --figure L.F")
+        values = parse_settings(spec, args.set) if spec else {}
+        if args.readout or args.screenshot:
+            model = make_model(spec, values)
+            if args.screenshot:
+                render_screenshot(spec, model, args.screenshot, size, args.theme or "dark")
+            if args.readout:
+                print(json.dumps(readout_json(spec, model), indent=2, ensure_ascii=False))
+            return 0
+    except UsageError as error:
+        print(f"gpuviz: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except DataError as error:
+        print(f"gpuviz: error: broken data file: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    from gpuviz.main_window import run_window
+
+    return run_window(spec, values, args.theme, warnings)

@@ -1,0 +1,32 @@
+"""Test set-up: offscreen Qt, settings in a throw-away folder, no clock left running."""
+
+import os
+import tempfile
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="gpuviz-test-config-")
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("gpuviz", deadline=None, max_examples=60)
+settings.load_profile("gpuviz")
+
+
+@pytest.fixture(autouse=True)
+def no_clock_left_running():
+    yield
+    from gpuviz.clock import CLOCKS
+
+    running = [clock for clock in CLOCKS if clock.running]
+    for clock in running:
+        clock.stop()
+    assert not running, "a test left the animation clock running"
+
+
+@pytest.fixture
+def themed(qapp):
+    from gpuviz import theme
+
+    theme.apply("dark", qapp)
+    return qapp

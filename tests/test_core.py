@@ -1,0 +1,140 @@
+"""The framework: parameters, models, hardware data, lesson texts, catalog links."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuviz import catalog
+from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
+from gpuviz.data import DataError
+from gpuviz.data.hardware import DEFAULT_GPU, load_gpus, load_problems, parse_gpu
+from gpuviz.lessons import load_lesson_text
+from gpuviz.paths import resource
+
+
+class Toy(FigureModel):
+    size = Parameter(64, label="Size", unit="B", minimum=32, maximum=1024, step=32)
+    ratio = Parameter(0.5, label="Ratio", minimum=0.0, maximum=1.0)
+    mode = Parameter("a", label="Mode", choices=[("a", "A"), ("b", "B")])
+    on = Parameter(False, label="On")
+
+    def compute(self):
+        return self.size * self.ratio
+
+    def readouts(self):
+        return {"product": Readout("Product", self.out, "B")}
+
+
+def test_set_clamps_snaps_and_emits_only_on_change(qapp):
+    model = Toy()
+    emitted = []
+    model.changed.connect(lambda: emitted.append(1))
+    assert model.set("size", 5000) and model.size == 1024
+    assert not model.set("size", 1030)  # clamps to the same value: no signal
+    model.size = 100
+    assert model.size == 96
+    assert len(emitted) == 2
+
+
+def test_batch_emits_once_and_reset_restores(qapp):
+    model = Toy()
+    emitted = []
+    model.changed.connect(lambda: emitted.append(1))
+    with model.batch():
+        model.size = 128
+        model.ratio = 0.25
+        model.mode = "b"
+    assert emitted == [1]
+    assert model.out == 32.0
+    model.reset()
+    assert model.values() == {"size": 64, "ratio": 0.5, "mode": "a", "on": False}
+    assert model.out == 32.0
+
+
+def test_strict_parse_for_the_command_line():
+    size = Toy.parameter("size")
+    assert size.parse("96") == 96
+    for bad in ("abc", "2000", "33", "1.5", "nan"):
+        with pytest.raises(ValueError):
+            size.parse(bad)
+    with pytest.raises(ValueError, match="allowed: a, b"):
+        Toy.parameter("mode").parse("c")
+    assert Toy.parameter("on").parse("yes") is True
+    with pytest.raises(KeyError, match="known: size"):
+        Toy.parameter("nope")
+
+
+@given(st.floats(allow_nan=False, allow_infinity=True, width=64))
+def test_coerce_stays_in_range(value):
+    for param in (Toy.parameter("size"), Toy.parameter("ratio")):
+        coerced = param.coerce(value)
+        assert param.minimum <= coerced <= param.maximum
+
+
+def test_format_value():
+    assert format_value(73728, "regs") == "73,728 regs"
+    assert format_value(12.345, "%") == "12.3%"
+    assert format_value(0.00001234, "s") == "1.23e-05 s"
+    assert format_value(math.inf) == "∞"
+    assert format_value("fails") == "fails"
+
+
+def test_shipped_hardware_is_valid_and_sourced():
+    gpus = load_gpus()
+    assert {"a100_sxm", "h100_sxm", "h200_sxm", "b200"} <= set(gpus)
+    assert load_problems() == ()
+    for g in gpus.values():
+        for number in g.numbers.values():
+            assert number.source.strip()
+    h100 = gpus[DEFAULT_GPU]
+    assert h100.sms == 132
+    assert round(h100.ridge()) == 295
+    assert round(gpus["a100_sxm"].ridge()) == 153
+    assert round(gpus["h200_sxm"].ridge()) == 206
+    assert round(gpus["b200"].ridge()) == 281
+    assert round(h100.ridge("fp8")) == 591
+
+
+def test_broken_hardware_file_names_file_and_field(tmp_path):
+    good = resource("hardware", "h100_sxm.toml").read_text()
+    broken = tmp_path / "h100_sxm.toml"
+    broken.write_text(good.replace("count = { value = 132,", "count = { value = -1,"))
+    with pytest.raises(DataError) as error:
+        parse_gpu(broken)
+    assert "h100_sxm.toml" in str(error.value) and "sm.count" in str(error.value)
+    broken.write_text("name = [unclosed")
+    with pytest.raises(DataError, match="not valid TOML"):
+        parse_gpu(broken)
+    unsourced = re.sub(r"hbm = \{ value = 700, source = [^}]*\}", "hbm = { value = 700 }", good)
+    broken.write_text(unsourced)
+    with pytest.raises(DataError, match="latency_cycles.hbm.*needs a source"):
+        parse_gpu(broken)
+
+
+def test_a_broken_extra_gpu_is_left_out_with_a_message(tmp_path):
+    (tmp_path / "h100_sxm.toml").write_text(resource("hardware", "h100_sxm.toml").read_text())
+    (tmp_path / "x900.toml").write_text('name = "X900"\nshort_name = "X"\n')
+    assert list(load_gpus(tmp_path)) == ["h100_sxm"]
+    (problem,) = load_problems(tmp_path)
+    assert "x900.toml" in str(problem)
+
+
+def test_every_built_lesson_has_text_and_every_anchor_exists():
+    for lesson in catalog.LESSONS:
+        if not lesson.figures:
+            continue
+        text = load_lesson_text(lesson.text_file)
+        assert "unavailable" not in text.markdown, lesson.text_file
+        assert "{#" not in text.markdown
+        for spec in lesson.figures:
+            assert spec.lesson_anchor in text.headings, (spec.number, spec.lesson_anchor)
+
+
+def test_missing_lesson_text_is_a_message_not_a_crash():
+    text = load_lesson_text("no-such-lesson.md")
+    assert "unavailable" in text.markdown and text.headings == {}
