@@ -57,6 +57,28 @@ def build_parser() -> argparse.ArgumentParser:
                         help="colour theme (default: the saved one, else follow the system)")
     parser.add_argument("--list", action="store_true",
                         help="print the lessons and figures and exit")
+    lecture = parser.add_argument_group("lecture mode")
+    lecture.add_argument("--present", action="store_true",
+                         help="start in lecture mode: projector theme, full screen, "
+                              "PageDown/PageUp step, B blanks, Space plays, Esc leaves")
+    lecture.add_argument("--playlist", metavar="L.F,...",
+                         help="the figures to step through, in order: numbers separated "
+                              "by commas, or a playlist file")
+    kiosk = parser.add_argument_group(
+        "kiosk mode", "full screen, no menus, no export, no quitting; the operator leaves "
+                      "with Ctrl+Alt+Shift+Q (and the PIN, if the config sets one)")
+    kiosk.add_argument("--kiosk", action="store_true", help="start in kiosk mode")
+    kiosk.add_argument("--lessons", metavar="RANGE",
+                       help="only these lessons, e.g. 1-4 or 1,3,5-6")
+    kiosk.add_argument("--idle-reset", metavar="SECONDS",
+                       help="seconds without input before the start-over countdown "
+                            "(default 120; 0 never)")
+    kiosk.add_argument("--config", metavar="TOML", type=Path,
+                       help="kiosk settings file (lessons, idle_reset, countdown, attract, "
+                            "pin, theme); command-line options win")
+    parser.add_argument("--reset-settings", action="store_true",
+                        help="forget every saved setting (figure values, theme, window) "
+                             "and exit")
     parser.add_argument("--version", action="version", version=f"gpuviz {__version__}")
     return parser
 
@@ -103,8 +125,10 @@ def parse_settings(spec, assignments: list[str]) -> dict[str, Any]:  # noqa: ANN
 
 
 def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
+    from gpuviz.core.model import FigureModel
+
     model = spec.make_model()
-    with model.batch():
+    with FigureModel.batch(model):  # not model.batch: a parameter may be named `batch`
         for name, value in values.items():
             model.set(name, value)
     return model
@@ -182,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             print(list_text())
             return 0
+        if args.reset_settings:
+            from gpuviz import state
+
+            path = state.reset_all()
+            print(f"gpuviz: settings cleared ({path})")
+            return 0
         size = parse_size(args.size)
         warnings = check_data()
         for warning in warnings:
@@ -190,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         if (args.readout or args.screenshot or args.set) and spec is None:
             raise UsageError("--set, --readout and --screenshot need --figure L.F")
         values = parse_settings(spec, args.set) if spec else {}
+        playlist = parse_playlist_option(args.playlist)
+        kiosk = parse_kiosk(args)
+        if kiosk is not None and (args.present or playlist):
+            raise UsageError("--kiosk cannot be combined with --present or --playlist")
         if args.readout or args.screenshot:
             model = make_model(spec, values)
             if args.screenshot:
@@ -205,4 +239,46 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     from gpuviz.main_window import run_window
 
-    return run_window(spec, values, args.theme, warnings)
+    return run_window(spec, values, args.theme, warnings, present=args.present,
+                      playlist=playlist, kiosk=kiosk)
+
+
+def parse_playlist_option(text: str | None) -> list[str] | None:
+    """--playlist: figure numbers separated by commas, or the path of a playlist file."""
+    if text is None:
+        return None
+    from gpuviz.presentation import PlaylistError, parse_playlist, read_playlist
+
+    path = Path(text)
+    try:
+        if path.suffix and path.is_file():
+            return read_playlist(path)
+        return parse_playlist(text)
+    except PlaylistError as error:
+        raise UsageError(f"--playlist: {error}") from None
+
+
+def parse_kiosk(args: argparse.Namespace):  # noqa: ANN201 - KioskConfig | None
+    """The kiosk settings from --config, then --lessons/--idle-reset; checked fully here
+    so a bad value stops before any window opens."""
+    if not args.kiosk:
+        if args.lessons or args.idle_reset is not None or args.config:
+            raise UsageError("--lessons, --idle-reset and --config need --kiosk")
+        return None
+    from gpuviz.kiosk import KioskConfig, KioskConfigError, config_from_mapping, load_config
+
+    try:
+        config = load_config(args.config) if args.config else KioskConfig()
+        overrides: dict[str, Any] = {}
+        if args.lessons is not None:
+            overrides["lessons"] = args.lessons
+        if args.idle_reset is not None:
+            try:
+                overrides["idle_reset"] = float(args.idle_reset)
+            except ValueError:
+                raise KioskConfigError(f"idle_reset: '{args.idle_reset}' is not a number "
+                                       "of seconds") from None
+        config = config_from_mapping(overrides, config)
+        return config.with_figures()
+    except KioskConfigError as error:
+        raise UsageError(f"kiosk: {error}") from None

@@ -88,6 +88,44 @@ LESSONS: tuple[Lesson, ...] = (
     )),
     Lesson(2, "roofline", "Roofline and arithmetic intensity", "02-roofline.md", (
         # lesson 2 figures
+        FigureSpec(
+            "2.1", "roofline", "The roofline of one GPU",
+            "Both axes are logarithmic. A kernel can run no faster than the lower of two "
+            "limits: the orange slope (bytes per second times FLOPs per byte) and the blue "
+            "ceiling (the tensor-core peak); they meet at the ridge. Each dot is one "
+            "kernel of a GPT-3 6.7B layer, blue when compute-bound, orange when "
+            "memory-bound. <i>Try this:</i> click a dot to read its numbers, then drag it "
+            "sideways. Switch from H100 to H200: the orange dots rise by the bandwidth "
+            "ratio (4.8 / 3.35) and no more, while the blue ones stay put.",
+            "roofline:RooflineModel", "roofline.roofline_plot:RooflineView",
+            "roofline-model"),
+        FigureSpec(
+            "2.2", "matmul_batch", "When does a matmul become compute-bound?",
+            "A bf16 matmul of B tokens by a d × d weight. Top: its intensity against B, "
+            "with the GPU's ridge (blue) and the limit d/2 that no batch can pass "
+            "(dashed). Middle: its compute and memory times. <i>Try this:</i> guess the "
+            "batch where the curve crosses the ridge and press Reveal. Then move B from "
+            "1 to 64 and compare the work and time columns; finally set d to 512.",
+            "roofline:MatmulBatchModel", "roofline.matmul_batch:MatmulBatchView",
+            "matmul-intensity"),
+        FigureSpec(
+            "2.3", "layer_ops", "One transformer layer, kernel by kernel",
+            "Each bar is the shortest possible time of one kernel of a single layer, blue "
+            "if its FLOPs limit it, orange if its bytes do; click a bar for its numbers. "
+            "<i>Try this:</i> in decode, raise the batch from 1 to 256: the projection and "
+            "MLP bars barely move, while attention grows in step with the batch. Then "
+            "pick GQA, and then prefill, where the weight matmuls turn blue.",
+            "roofline:LayerModel", "roofline.layer_ops:LayerOpsView", "decode-prefill"),
+        FigureSpec(
+            "2.4", "calculator", "The four-step roofline calculator",
+            "Steps 1 to 4 are written out above the bars: work and traffic, compute time, "
+            "memory time, and the larger of the two, outlined in magenta. The lower chart "
+            "shows "
+            "what three changes would buy. <i>Try this:</i> for the decode matmul, compare "
+            "twice the FLOP/s with half the bytes; then pick the prefill matmul, or type "
+            "your own kernel's numbers.",
+            "roofline:CalculatorModel", "roofline.calculator:CalculatorView",
+            "four-steps"),
     )),
     Lesson(3, "kernels", "Kernels, tiling and fusion", "03-kernels.md", (
         # lesson 3 figures
@@ -102,8 +140,9 @@ LESSONS: tuple[Lesson, ...] = (
             "kernels:FusionModel", "kernels.fusion:FusionView", "fusion"),
         FigureSpec(
             "3.2", "tiling", "Tiled matmul: how often each element leaves HBM",
-            "A step loads one tile of A and one of B (magenta outlines) into shared memory "
-            "and adds their product to the C tile held on chip (yellow). The numbers count "
+            "Each step copies one tile of A and one of B (magenta outlines) from HBM to "
+            "shared memory, multiplies them and accumulates the result in the C tile that "
+            "stays on chip (yellow). The numbers count "
             "HBM reads of every element over the whole kernel. <i>Try this:</i> press Next "
             "step a few times, then Jump to end: with N = 8 and T = 2 each element was "
             "read 4 times. Double T and count again. Then slide the full-size tile until "
@@ -131,6 +170,58 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(4, "flash_attention", "FlashAttention and online softmax",
            "04-flash-attention.md", (
         # lesson 4 figures
+        FigureSpec(
+            "4.1", "online_softmax", "Online softmax, one block at a time",
+            "The top rows hold one query's attention scores and the values they weight, "
+            "cut into blocks; the yellow boxes are the only state kept on chip: the "
+            "running max m, the running sum l and the running output o. The bars are "
+            "e<sup>x−m</sup> for the scores read so far; dashed outlines show them before "
+            "the latest block. <i>Try this:</i> step until a block brings a new maximum "
+            "and watch every old bar shrink by one common factor. Then tick the huge "
+            "score: the naive formula turns into inf and NaN, the online one does not.",
+            "flash_attention:OnlineSoftmaxModel",
+            "flash_attention.online_softmax:OnlineSoftmaxView", "online-softmax",
+            animated=True),
+        FigureSpec(
+            "4.2", "tiling", "FlashAttention tiles against standard attention",
+            "Each square is one B×B tile of the N×N score matrix, with Q blocks on the "
+            "left, K/V blocks on top and the output O on the right. FlashAttention keeps "
+            "a Q block on chip (yellow), streams K/V blocks past it (magenta) and never "
+            "stores a score tile (blue); standard attention writes the whole matrix to "
+            "HBM (orange) and reads it back twice. <i>Try this:</i> play both modes and "
+            "compare the counters; then switch on the causal mask and halve the block "
+            "size.",
+            "flash_attention:FlashTilingModel", "flash_attention.tiling:FlashTilingView",
+            "tiling", animated=True),
+        FigureSpec(
+            "4.3", "merge", "Merging two partial softmaxes",
+            "Eight keys are divided at the split: those left of it form set A, the rest "
+            "set B, and each side keeps its own max m, sum l and output o. The lower "
+            "chart draws the output vector: the merged result lies exactly on full "
+            "attention, the plain average (magenta) does not. <i>Try this:</i> drag the "
+            "split (or its slider) through all positions and watch the error readout "
+            "stay at rounding level. Then mask B entirely: its l is 0 and its m is −∞, "
+            "and the merge still gives no NaN.",
+            "flash_attention:MergeModel", "flash_attention.merge:MergeView", "merge"),
+        FigureSpec(
+            "4.4", "head_roofline", "One attention head on the roofline",
+            "Lowest possible time of one head's forward pass as the sequence grows, log "
+            "scales: standard attention (orange), FlashAttention (yellow) and the pure "
+            "compute time (blue); dots mark the chosen length. <i>Try this:</i> halve the "
+            "head dimension and watch the standard line climb away from compute; then "
+            "raise the query block past the ridge point, or let L2 serve the re-reads, "
+            "and FlashAttention lands on the compute line.",
+            "flash_attention:HeadRooflineModel",
+            "flash_attention.head_roofline:HeadRooflineView", "io-complexity"),
+        FigureSpec(
+            "4.5", "split_kv", "Split-KV decoding fills the GPU",
+            "Each square is one SM during a decoding step: orange SMs stream the K/V "
+            "cache, violet ones have no work; the number is how many work units each runs. "
+            "The chart gives the step's time for every split count. <i>Try this:</i> with "
+            "one sequence, raise the splits until the SMs fill. Then set the batch to 64, "
+            "or the cache to 256 tokens, and see how little splitting still buys.",
+            "flash_attention:SplitKVModel", "flash_attention.split_kv:SplitKVView",
+            "split-kv"),
     )),
     Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md"),
     Lesson(6, "training_memory", "Training memory and checkpointing",

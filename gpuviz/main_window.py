@@ -1,18 +1,27 @@
 """The main window: lesson sidebar, figure area, lesson text pane, menus and shortcuts.
 
 Figures are built the first time they are shown and then kept; the models outlive their
-views, so changing the theme rebuilds views without losing anyone's settings.
+views, so changing the theme rebuilds views without losing anyone's settings. Each
+figure's parameter values are saved in the settings (gpuviz.state) and come back at the
+next start. Lecture mode lives in gpuviz.presentation, kiosk mode in gpuviz.kiosk, export
+in gpuviz.export.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
     QLabel,
     QLineEdit,
     QMainWindow,
@@ -26,9 +35,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuviz import __version__, catalog, theme
+from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
+from gpuviz.core.model import FigureModel
+from gpuviz.kiosk import OPERATOR_EXIT_KEYS, Kiosk, KioskConfig
 from gpuviz.lessons import load_lesson_text
+from gpuviz.presentation import (
+    PLAYLIST_SUFFIX,
+    PlaylistError,
+    Presenter,
+    read_playlist,
+    write_playlist,
+)
 
 FIGURE_ROLE = Qt.UserRole
 SHORTCUTS = (
@@ -38,26 +56,40 @@ SHORTCUTS = (
     ("Reset the figure", "Ctrl+R"),
     ("Explain: open the lesson text here", "F1"),
     ("Show or hide the lesson text", "Ctrl+L"),
+    ("Lecture mode (presentation)", "F5; Esc leaves"),
+    ("In lecture mode: next / previous step or figure", "PageDown / PageUp"),
+    ("In lecture mode: blank the screen", "B or ."),
+    ("In lecture mode: play or pause", "Space"),
+    ("Export figure", "Ctrl+E"),
+    ("Copy figure", "Ctrl+Shift+C"),
     ("Full screen", "F11"),
     ("Quit", "Ctrl+Q"),
 )
 
 
 def settings() -> QSettings:
-    return QSettings("gpuviz", "gpuviz")
+    return state.settings()
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, theme_name: str = "dark") -> None:
+    def __init__(self, theme_name: str = "dark", *, kiosk: KioskConfig | None = None,
+                 remember: bool = True, text_scale: float = 1.0) -> None:
         super().__init__()
         self.setWindowTitle("gpuviz")
-        self.theme_name = theme_name
+        self.theme_name = theme.resolve(theme_name)
+        self.theme_preference = theme_name
+        self.text_scale = text_scale
+        self.kiosk_config = kiosk.with_figures() if kiosk is not None else None
+        self.remember = remember and kiosk is None
         self.clock = AppClock(self)
         self.models: dict[str, Any] = {}
         self.pages: dict[str, QWidget] = {}
         self.current: str | None = None
+        self.playlist: list[str] = []
+        self.messages: list[str] = []  # every message shown to the user, newest last
         self._lesson_file: str | None = None
         self._lesson_headings: dict[str, str] = {}
+        self.actions: dict[str, QAction] = {}
 
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter figures (Ctrl+F)")
@@ -70,8 +102,8 @@ class MainWindow(QMainWindow):
         self.tree.setAccessibleName("Lessons and figures")
         self.tree.currentItemChanged.connect(self._on_tree_item)
         self._fill_tree()
-        sidebar = QWidget()
-        side_layout = QVBoxLayout(sidebar)
+        self.sidebar = QWidget()
+        side_layout = QVBoxLayout(self.sidebar)
         side_layout.setContentsMargins(6, 6, 0, 6)
         side_layout.addWidget(self.filter)
         side_layout.addWidget(self.tree)
@@ -87,19 +119,33 @@ class MainWindow(QMainWindow):
         self.lesson_pane.hide()
 
         self.splitter = QSplitter(Qt.Horizontal)
-        self.splitter.addWidget(sidebar)
+        self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(self.stack)
         self.splitter.addWidget(self.lesson_pane)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([260, 1000, 420])
         self.setCentralWidget(self.splitter)
-        self._build_menus()
-        self.statusBar().showMessage("PageDown / PageUp: next and previous figure · "
-                                     "F1: explain · Ctrl+F: filter", 8000)
+        self.presenter = Presenter(self)
+        self.kiosk: Kiosk | None = None
+        self._build_actions()
+        if self.kiosk_config is not None:
+            self.menuBar().hide()
+            self.kiosk = Kiosk(self, self.kiosk_config)
+        else:
+            self._build_menus()
+            self.statusBar().showMessage("PageDown / PageUp: next and previous figure · "
+                                         "F1: explain · F5: lecture mode · Ctrl+F: filter",
+                                         8000)
 
     # --- sidebar -------------------------------------------------------------------------
+    def _lessons(self) -> list[catalog.Lesson]:
+        if self.kiosk_config is None or self.kiosk_config.lessons is None:
+            return list(catalog.LESSONS)
+        return [lesson for lesson in catalog.LESSONS
+                if lesson.number in self.kiosk_config.lessons]
+
     def _fill_tree(self) -> None:
-        for lesson in catalog.LESSONS:
+        for lesson in self._lessons():
             item = QTreeWidgetItem([f"{lesson.number}. {lesson.title}"])
             item.setFlags(Qt.ItemIsEnabled if lesson.figures else Qt.NoItemFlags)
             if not lesson.figures:
@@ -143,7 +189,10 @@ class MainWindow(QMainWindow):
     # --- figures -------------------------------------------------------------------------
     def model(self, number: str):  # noqa: ANN201
         if number not in self.models:
-            self.models[number] = catalog.figure(number).make_model()
+            model = catalog.figure(number).make_model()
+            if self.remember:
+                state.load_figure(settings(), number, model)
+            self.models[number] = model
         return self.models[number]
 
     def page(self, number: str) -> QWidget:
@@ -154,15 +203,27 @@ class MainWindow(QMainWindow):
             model = self.model(number)
             page = FigurePage(spec, model, spec.make_view(model))
             page.explain_requested.connect(self.explain)
+            page.reset_button.clicked.connect(lambda _=False, n=number: self._forget(n))
+            if self.kiosk is not None:
+                page.explain_button.setEnabled(True)
             self.pages[number] = page
             self.stack.addWidget(page)
         return self.pages[number]
+
+    def sequence(self) -> list[str]:
+        """The figures PageDown walks: the playlist, the kiosk's lessons, or all."""
+        if self.playlist:
+            return list(self.playlist)
+        if self.kiosk_config is not None:
+            return list(self.kiosk_config.figures)
+        return [spec.number for spec in catalog.all_figures()]
 
     def show_figure(self, number: str) -> None:
         if self.current and self.current in self.models:
             previous = self.models[self.current]
             if hasattr(previous, "set_playing"):
                 previous.set_playing(False)
+            self.save_figure(self.current)
         self.current = number
         page = self.page(number)
         self.stack.setCurrentWidget(page)
@@ -174,21 +235,58 @@ class MainWindow(QMainWindow):
                 self.tree.setCurrentItem(item)
         if self.lesson_pane.isVisible():
             self.explain(spec.lesson_anchor)
+        self.presenter.figure_shown()
 
-    def step_figure(self, offset: int) -> None:
-        numbers = [spec.number for spec in catalog.all_figures()]
+    def step_figure(self, offset: int, wrap: bool = True) -> bool:
+        """Show the figure `offset` places along the sequence; False when there is none."""
+        numbers = self.sequence()
         if not numbers:
-            return
-        index = numbers.index(self.current) if self.current in numbers else -offset
-        self.show_figure(numbers[(index + offset) % len(numbers)])
+            return False
+        if self.current in numbers:
+            index = numbers.index(self.current) + offset
+        else:
+            index = 0 if offset > 0 else len(numbers) - 1
+        if not wrap and not 0 <= index < len(numbers):
+            return False
+        self.show_figure(numbers[index % len(numbers)])
+        return True
+
+    def next_item(self) -> None:
+        self.presenter.forward() if self.presenter.active else self.step_figure(1)
+
+    def previous_item(self) -> None:
+        self.presenter.back() if self.presenter.active else self.step_figure(-1)
 
     def reset_figure(self) -> None:
         if self.current:
             self.models[self.current].reset()
+            self._forget(self.current)
+
+    def reset_everything(self) -> None:
+        """Every built figure back to its defaults, then the first figure (kiosk)."""
+        for number, model in self.models.items():
+            if hasattr(model, "set_playing"):
+                model.set_playing(False)
+            model.reset()
+            self._forget(number)
+        self.filter.clear()
+        self.lesson_pane.hide()
+        numbers = self.sequence()
+        if numbers:
+            self.show_figure(numbers[0])
+
+    # --- remembered parameter values -----------------------------------------------------
+    def save_figure(self, number: str) -> None:
+        if self.remember and number in self.models:
+            state.save_figure(settings(), number, self.models[number])
+
+    def _forget(self, number: str) -> None:
+        if self.remember:
+            state.forget_figure(settings(), number)
 
     # --- lesson text ---------------------------------------------------------------------
     def explain(self, anchor: str | None = None) -> None:
-        if not self.current:
+        if not self.current or self.presenter.active:
             return
         spec = catalog.figure(self.current)
         lesson = catalog.lesson_of(spec)
@@ -200,13 +298,27 @@ class MainWindow(QMainWindow):
         self.lesson_pane.show()
         heading = self._lesson_headings.get(anchor or spec.lesson_anchor)
         if heading:
-            # Jump to the end first so the heading scrolls to the top of the pane.
-            self.lesson_pane.moveCursor(QTextCursor.End)
-            found = self.lesson_pane.find(heading)
-            if found:
-                cursor = self.lesson_pane.textCursor()
-                cursor.clearSelection()
-                self.lesson_pane.setTextCursor(cursor)
+            found = self._find_heading(heading)
+            if found is not None:
+                # Jump to the end first so the heading scrolls to the top of the pane.
+                self.lesson_pane.moveCursor(QTextCursor.End)
+                found.clearSelection()
+                self.lesson_pane.setTextCursor(found)
+                self.lesson_pane.ensureCursorVisible()
+
+    def _find_heading(self, heading: str) -> QTextCursor | None:
+        """The first heading block whose text is `heading` (body text may repeat it)."""
+        document = self.lesson_pane.document()
+        block = document.begin()
+        fallback = None
+        while block.isValid():
+            if block.text().strip() == heading.strip():
+                cursor = QTextCursor(block)
+                if block.blockFormat().headingLevel() > 0:
+                    return cursor
+                fallback = fallback or cursor
+            block = block.next()
+        return fallback
 
     def toggle_lesson_pane(self) -> None:
         if self.lesson_pane.isVisible():
@@ -214,54 +326,157 @@ class MainWindow(QMainWindow):
         else:
             self.explain()
 
-    # --- menus and shortcuts -------------------------------------------------------------
-    def _action(self, menu, text: str, slot, keys: str = "") -> QAction:  # noqa: ANN001
+    # --- actions, menus and shortcuts ----------------------------------------------------
+    def _new_action(self, key: str, text: str, slot, keys: str = "",  # noqa: ANN001
+                    enabled: bool = True) -> QAction:
         action = QAction(text, self)
         if keys:
             action.setShortcuts([QKeySequence(k.strip()) for k in keys.split(",")])
         action.triggered.connect(slot)
-        menu.addAction(action)
+        action.setEnabled(enabled)
+        self.addAction(action)  # shortcuts work with the menu bar hidden (lecture, kiosk)
+        self.actions[key] = action
         return action
+
+    def _build_actions(self) -> None:
+        kiosk = self.kiosk_config is not None
+        add = self._new_action
+        add("next", "&Next", self.next_item, "PgDown, Ctrl+Right")
+        add("previous", "&Previous", self.previous_item, "PgUp, Ctrl+Left")
+        add("filter", "&Filter figures…", self.focus_filter, "Ctrl+F, Ctrl+K")
+        add("reset", "&Reset figure", self.reset_figure, "Ctrl+R")
+        add("explain", "&Explain (lesson text)", lambda: self.explain(), "F1")
+        add("lesson", "&Lesson text pane", self.toggle_lesson_pane, "Ctrl+L")
+        if kiosk:
+            add("operator_exit", "Leave kiosk (operator)", self._operator_exit,
+                OPERATOR_EXIT_KEYS)
+            return
+        add("quit", "&Quit", self.close, "Ctrl+Q")
+        add("present", "&Presentation (lecture mode)", self.presenter.toggle, "F5")
+        add("leave_present", "Leave presentation", self.presenter.leave, "Esc", False)
+        add("blank", "&Blank screen", self.presenter.toggle_blank, "B, .", False)
+        add("play", "Play / pause", self.presenter.play_pause, "Space", False)
+        add("full_screen", "&Full screen", self.toggle_full_screen, "F11")
+        add("export", "&Export figure…", lambda: self.export_figure(), "Ctrl+E")
+        add("copy", "&Copy figure", self.copy_figure, "Ctrl+Shift+C")
+        add("export_data", "Export &data (CSV)…", lambda: self.export_data())
+        add("open_playlist", "&Open playlist…", lambda: self.open_playlist())
+        add("save_playlist", "&Save playlist…", lambda: self.save_playlist())
+        add("clear_playlist", "C&lear playlist", lambda: self.set_playlist([]))
+        add("preferences", "&Preferences…", self.show_preferences, "Ctrl+,")
+        add("reset_all", "Reset &all figures", self.reset_all_figures)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
+        a = self.actions
         file_menu = bar.addMenu("&File")
-        self._action(file_menu, "&Quit", self.close, "Ctrl+Q")
+        for key in ("export", "copy", "export_data"):
+            file_menu.addAction(a[key])
+        file_menu.addSeparator()
+        for key in ("open_playlist", "save_playlist", "clear_playlist"):
+            file_menu.addAction(a[key])
+        file_menu.addSeparator()
+        file_menu.addAction(a["quit"])
+        edit = bar.addMenu("&Edit")
+        edit.addAction(a["reset_all"])
+        edit.addAction(a["preferences"])
         nav = bar.addMenu("&Navigate")
-        self._action(nav, "&Next figure", lambda: self.step_figure(1), "PgDown, Ctrl+Right")
-        self._action(nav, "&Previous figure", lambda: self.step_figure(-1), "PgUp, Ctrl+Left")
-        self._action(nav, "&Filter figures…", self.focus_filter, "Ctrl+F, Ctrl+K")
-        self._action(nav, "&Reset figure", self.reset_figure, "Ctrl+R")
+        for key in ("next", "previous", "filter", "reset"):
+            nav.addAction(a[key])
         view = bar.addMenu("&View")
-        self._action(view, "&Explain (lesson text)", lambda: self.explain(), "F1")
-        self._action(view, "&Lesson text pane", self.toggle_lesson_pane, "Ctrl+L")
-        self._action(view, "&Full screen", self.toggle_full_screen, "F11")
+        for key in ("explain", "lesson", "present", "full_screen"):
+            view.addAction(a[key])
         themes = view.addMenu("&Theme")
-        for name in ("dark", "light", "projector"):
-            self._action(themes, name.capitalize(), lambda _=False, n=name: self.set_theme(n))
+        for name in ("system", "dark", "light", "projector"):
+            action = QAction(name.capitalize(), self)
+            action.triggered.connect(lambda _=False, n=name: self.set_theme(n))
+            themes.addAction(action)
         help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts)
-        self._action(help_menu, "&About gpuviz", self.show_about)
+        action = QAction("&Keyboard shortcuts", self)
+        action.triggered.connect(self.show_shortcuts)
+        help_menu.addAction(action)
+        action = QAction("&About gpuviz", self)
+        action.triggered.connect(self.show_about)
+        help_menu.addAction(action)
+
+    def presentation_changed(self, active: bool) -> None:
+        for key in ("leave_present", "blank", "play"):
+            self.actions[key].setEnabled(active)
+        for key in ("filter", "explain", "lesson", "full_screen"):
+            self.actions[key].setEnabled(not active)
 
     def focus_filter(self) -> None:
         self.filter.setFocus()
         self.filter.selectAll()
 
     def toggle_full_screen(self) -> None:
+        if self.kiosk is not None:
+            return
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
 
+    # --- theme and preferences -----------------------------------------------------------
     def set_theme(self, name: str) -> None:
-        """Apply a theme and rebuild the built views; models (and so settings) survive."""
-        self.theme_name = name
-        theme.apply(name)
-        settings().setValue("view/theme", name)
+        """Apply a theme (or "system") and remember it; models (and values) survive."""
+        self.apply_theme(name, remember=True)
+
+    def apply_theme(self, name: str, remember: bool = True) -> None:
+        self.theme_preference = name
+        self.theme_name = theme.resolve(name)
+        theme.apply(self.theme_name, text_scale=self.text_scale)
+        if remember and self.kiosk is None:
+            settings().setValue(state.THEME_KEY, name)
         current = self.current
         for page in self.pages.values():
             self.stack.removeWidget(page)
             page.deleteLater()
         self.pages.clear()
         if current:
+            self.current = None
             self.show_figure(current)
+        if self.presenter.blanked:
+            self.presenter.blank.cover()
+
+    def preferences(self) -> state.Preferences:
+        return state.Preferences(self.theme_preference, self.text_scale,
+                                 self.clock.reduced_motion)
+
+    def apply_preferences(self, prefs: state.Preferences) -> None:
+        self.text_scale = prefs.text_scale
+        self.clock.reduced_motion = prefs.reduced_motion
+        if self.kiosk is None:
+            state.save_preferences(settings(), prefs)
+        if self.presenter.active:
+            self.presenter._before["theme"] = prefs.theme
+            self.apply_theme("projector", remember=False)
+        else:
+            self.apply_theme(prefs.theme, remember=False)
+
+    def show_preferences(self) -> QDialog:
+        from gpuviz.preferences import PreferencesDialog
+
+        dialog = PreferencesDialog(self.preferences(), self)
+        dialog.accepted.connect(lambda: self.apply_preferences(dialog.preferences()))
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
+    def reset_all_figures(self) -> None:
+        for number, model in self.models.items():
+            model.reset()
+            self._forget(number)
+        store = settings()
+        store.remove(state.FIGURES_GROUP)
+
+    # --- messages ------------------------------------------------------------------------
+    def notify(self, title: str, text: str, warn: bool = True) -> None:
+        """A non-modal message box (and the status bar), never blocking the window."""
+        self.messages.append(text)
+        self.statusBar().showMessage(text, 10000)
+        box = QMessageBox(QMessageBox.Warning if warn else QMessageBox.Information, title,
+                          text, QMessageBox.Ok, self)
+        box.setAttribute(Qt.WA_DeleteOnClose)
+        box.setWindowModality(Qt.NonModal)
+        box.show()
 
     def show_shortcuts(self) -> None:
         rows = "".join(f"<tr><td>{what}</td><td>&nbsp;&nbsp;<b>{keys}</b></td></tr>"
@@ -275,6 +490,151 @@ class MainWindow(QMainWindow):
             "LLM-systems performance. Every number shown comes from a cited source or a "
             "formula; the sources are in the resources folder.</p><p>Works offline.</p>")
 
+    # --- playlist ------------------------------------------------------------------------
+    def set_playlist(self, numbers: list[str]) -> None:
+        self.playlist = list(numbers)
+        if numbers:
+            self.statusBar().showMessage(
+                f"Playlist: {len(numbers)} figures; PageDown walks them in order.", 8000)
+            self.show_figure(numbers[0])
+
+    def _folder(self, key: str) -> str:
+        folder = str(settings().value(key, "") or "")
+        return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def open_playlist(self, path: Path | str | None = None) -> bool:
+        if self.kiosk is not None:
+            return False
+        if path is None:
+            name, _ = QFileDialog.getOpenFileName(
+                self, "Open playlist", self._folder(state.PLAYLIST_FOLDER_KEY),
+                f"Playlists (*{PLAYLIST_SUFFIX} *.txt *.json);;All files (*)")
+            if not name:
+                return False
+            path = name
+        path = Path(path)
+        try:
+            numbers = read_playlist(path)
+        except PlaylistError as error:
+            self.notify("Playlist not opened", f"{path.name}: {error}. Nothing was changed.")
+            return False
+        settings().setValue(state.PLAYLIST_FOLDER_KEY, str(path.parent))
+        self.set_playlist(numbers)
+        return True
+
+    def save_playlist(self, path: Path | str | None = None) -> bool:
+        if self.kiosk is not None:
+            return False
+        numbers = self.playlist or ([self.current] if self.current else [])
+        if not numbers:
+            self.notify("Nothing to save", "Open a figure or a playlist first.")
+            return False
+        if path is None:
+            name, _ = QFileDialog.getSaveFileName(
+                self, "Save playlist",
+                str(Path(self._folder(state.PLAYLIST_FOLDER_KEY)) / f"lecture{PLAYLIST_SUFFIX}"),
+                f"Playlists (*{PLAYLIST_SUFFIX} *.txt)")
+            if not name:
+                return False
+            path = name
+        path = Path(path)
+        try:
+            write_playlist(path, numbers)
+        except OSError as error:
+            self.notify("Playlist not saved", f"Cannot write {path}: {error.strerror}.")
+            return False
+        settings().setValue(state.PLAYLIST_FOLDER_KEY, str(path.parent))
+        return True
+
+    # --- export --------------------------------------------------------------------------
+    def _current_page(self) -> Any:
+        return self.pages.get(self.current) if self.current else None
+
+    def export_figure(self, path: Path | str | None = None, scale: float | None = None) -> bool:
+        """PNG (at `scale`) or SVG by the file name; asks for both when `path` is None."""
+        page = self._current_page()
+        if self.kiosk is not None or page is None:
+            return False
+        if path is None:
+            chosen = self._ask_export_file()
+            if chosen is None:
+                return False
+            path, scale = chosen
+        path = Path(path)
+        try:
+            export.export_image(page, path, export.metadata(page.spec, page.model), scale or 1)
+        except export.ExportError as error:
+            self.notify("Export failed", str(error))
+            return False
+        settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
+
+    def _ask_export_file(self) -> tuple[Path, float] | None:
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Export figure")
+        kind = QComboBox()
+        kind.addItem("PNG image", ".png")
+        kind.addItem("SVG drawing (scalable)", ".svg")
+        scale = QComboBox()
+        for factor in export.SCALES:
+            scale.addItem(f"{factor:g}×", factor)
+        scale.setCurrentIndex(export.SCALES.index(2.0))
+        kind.currentIndexChanged.connect(lambda: scale.setEnabled(kind.currentData() == ".png"))
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons.accepted.connect(dialog.accept)
+        buttons.rejected.connect(dialog.reject)
+        form = QFormLayout(dialog)
+        form.addRow("&Format:", kind)
+        form.addRow("&Scale:", scale)
+        form.addRow(buttons)
+        if dialog.exec() != QDialog.Accepted:
+            return None
+        suffix = kind.currentData()
+        default = Path(self._folder(state.EXPORT_FOLDER_KEY)) / (
+            f"figure-{self.current}{suffix}")
+        name, _ = QFileDialog.getSaveFileName(self, "Export figure", str(default),
+                                              f"{export.FORMATS[suffix]} (*{suffix})")
+        if not name:
+            return None
+        path = Path(name)
+        if path.suffix.lower() not in export.FORMATS:
+            path = path.with_suffix(suffix)
+        return path, float(scale.currentData())
+
+    def copy_figure(self) -> bool:
+        page = self._current_page()
+        if self.kiosk is not None or page is None:
+            return False
+        export.copy_image(page, export.metadata(page.spec, page.model))
+        self.statusBar().showMessage("Figure copied to the clipboard", 4000)
+        return True
+
+    def export_data(self, path: Path | str | None = None) -> bool:
+        page = self._current_page()
+        if self.kiosk is not None or page is None:
+            return False
+        if path is None:
+            default = Path(self._folder(state.EXPORT_FOLDER_KEY)) / f"figure-{self.current}.csv"
+            name, _ = QFileDialog.getSaveFileName(self, "Export data", str(default),
+                                                  "CSV table (*.csv)")
+            if not name:
+                return False
+            path = name
+        path = Path(path)
+        try:
+            export.export_csv(page.spec, page.model, path)
+        except export.ExportError as error:
+            self.notify("Export failed", str(error))
+            return False
+        settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
+        return True
+
+    # --- kiosk ---------------------------------------------------------------------------
+    def _operator_exit(self) -> None:
+        if self.kiosk is not None:
+            self.kiosk.request_exit()
+
     # --- persistence ---------------------------------------------------------------------
     def restore_state(self, store: QSettings) -> None:
         geometry = store.value("window/geometry")
@@ -286,12 +646,30 @@ class MainWindow(QMainWindow):
             self.lesson_pane.hide()
 
     def save_state(self, store: QSettings) -> None:
-        store.setValue("window/geometry", self.saveGeometry())
-        store.setValue("window/splitter", self.splitter.saveState())
+        if not self.remember:
+            return
+        if not self.presenter.active:
+            store.setValue("window/geometry", self.saveGeometry())
+            store.setValue("window/splitter", self.splitter.saveState())
         if self.current:
             store.setValue("window/figure", self.current)
+        for number, model in self.models.items():
+            state.save_figure(store, number, model)
+        store.sync()
+
+    def resizeEvent(self, event) -> None:  # noqa: ANN001, N802
+        super().resizeEvent(event)
+        if self.presenter.blanked:
+            self.presenter.blank.cover()
+        if self.kiosk is not None and self.kiosk.countdown.isVisible():
+            self.kiosk.countdown.pop_up()
 
     def closeEvent(self, event) -> None:  # noqa: ANN001, N802
+        if self.kiosk is not None and not self.kiosk.operator_leaving:
+            event.ignore()  # Alt+F4 and the window manager's close button do nothing
+            return
+        if self.kiosk is not None:
+            self.kiosk.stop()
         self.clock.stop()
         self.save_state(settings())
         super().closeEvent(event)
@@ -306,27 +684,48 @@ def saved_figure(store: QSettings) -> str | None:
 
 
 def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: ANN001
-               warnings: list[str]) -> int:
+               warnings: list[str], *, present: bool = False,
+               playlist: list[str] | None = None, kiosk: KioskConfig | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("gpuviz")
     app.setOrganizationName("gpuviz")
+    settings_message = state.recover_corrupt_settings()
     store = settings()
-    name = theme.resolve(theme_name or str(store.value("view/theme", "system")), app)
-    theme.apply(name, app)
-    window = MainWindow(name)
-    window.restore_state(store)
-    window.show()
-    first = spec.number if spec else (saved_figure(store) or _first_figure())
+    prefs = state.load_preferences(store)
+    if kiosk is not None and kiosk.theme:
+        theme_name = kiosk.theme
+    preference = theme_name or prefs.theme
+    theme.apply(theme.resolve(preference, app), app, text_scale=prefs.text_scale)
+    window = MainWindow(preference, kiosk=kiosk, text_scale=prefs.text_scale)
+    window.clock.reduced_motion = prefs.reduced_motion
+    if kiosk is not None:
+        window.resize(1280, 800)
+        window.showFullScreen()
+    else:
+        window.restore_state(store)
+        window.show()
+    if kiosk is not None:
+        first = window.sequence()[0]
+    elif playlist:
+        first = playlist[0]
+    else:
+        first = spec.number if spec else (saved_figure(store) or _first_figure())
 
     def open_first() -> None:
         if first:
             model = window.model(first)
-            with model.batch():
+            with FigureModel.batch(model):  # a parameter may be named `batch`
                 for key, value in values.items():
                     model.set(key, value)
             window.show_figure(first)
+        if playlist:
+            window.set_playlist(playlist)
+        if present:
+            window.presenter.enter()
+        if settings_message:
+            window.notify("Settings reset", settings_message)
         for warning in warnings:
-            QMessageBox.warning(window, "Some data was left out", warning)
+            window.notify("Some data was left out", warning)
 
     QTimer.singleShot(0, open_first)  # show the window first, then build the figure
     return app.exec()

@@ -18,7 +18,13 @@ def no_clock_left_running():
     yield
     from gpuviz.clock import CLOCKS
 
-    running = [clock for clock in CLOCKS if clock.running]
+    running = []
+    for clock in list(CLOCKS):
+        try:
+            if clock.running:
+                running.append(clock)
+        except RuntimeError:  # its window, and so the clock, is already deleted
+            continue
     for clock in running:
         clock.stop()
     assert not running, "a test left the animation clock running"

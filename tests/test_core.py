@@ -138,3 +138,9 @@ def test_every_built_lesson_has_text_and_every_anchor_exists():
 def test_missing_lesson_text_is_a_message_not_a_crash():
     text = load_lesson_text("no-such-lesson.md")
     assert "unavailable" in text.markdown and text.headings == {}
+
+
+def test_a_parameter_may_not_hide_a_model_method():
+    with pytest.raises((TypeError, RuntimeError), match="batch"):
+        class Clash(FigureModel):  # noqa: F841
+            batch = Parameter(1, label="Batch", minimum=1, maximum=8)

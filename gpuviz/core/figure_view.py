@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -55,7 +56,9 @@ class FigureView(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.current().font_scale))
+        # Room for the scroll bar too, so it never covers the right-aligned values.
+        scroll_bar = scroll.style().pixelMetric(QStyle.PM_ScrollBarExtent)
+        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.current().font_scale) + scroll_bar)
 
         self.plot_area = QVBoxLayout()
         self.plot_area.setContentsMargins(0, 0, 0, 0)

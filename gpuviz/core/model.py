@@ -65,6 +65,12 @@ class Parameter:
             raise TypeError(f"{label}: a numeric parameter needs a minimum and a maximum")
 
     def __set_name__(self, owner: type, name: str) -> None:
+        # A parameter called "batch" would hide FigureModel.batch(), and so on.
+        for base in owner.__mro__[1:]:
+            taken = vars(base).get(name)
+            if taken is not None and not isinstance(taken, Parameter):
+                raise TypeError(f"{owner.__name__}.{name}: the name is taken by "
+                                f"{base.__name__}; choose another parameter name")
         self.name = name
 
     def __get__(self, instance: FigureModel | None, owner: type) -> Any:

@@ -100,6 +100,7 @@ class CellGrid(pg.GraphicsObject):
     def __init__(self, font_size: float = 8.0) -> None:
         super().__init__()
         self._rects: list[QRectF] = []
+        self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
         self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
         self._texts: list[tuple[QRectF, str]] = []
@@ -113,8 +114,19 @@ class CellGrid(pg.GraphicsObject):
                   texts: Sequence[str] | None = None, outline_width: float = 1.5,
                   text_color: QColor | None = None) -> None:
         """rects: array (n, 4) of x, y, width, height in data units."""
-        self.prepareGeometryChange()
-        self._rects = [QRectF(*map(float, r)) for r in np.asarray(rects).reshape(-1, 4)]
+        array = np.asarray(rects, dtype=float).reshape(-1, 4)
+        if not np.array_equal(array, self._array):
+            # Most refreshes only recolour; rebuild the rectangles only when they move.
+            self.prepareGeometryChange()
+            self._array = array.copy()
+            self._rects = [QRectF(*row) for row in array.tolist()]
+            if len(array):
+                x0, y0 = array[:, 0].min(), array[:, 1].min()
+                x1 = (array[:, 0] + array[:, 2]).max()
+                y1 = (array[:, 1] + array[:, 3]).max()
+                self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
+            else:
+                self._bounds = QRectF()
         self._fill_groups = _group(self._rects, fills)
         self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
         self._texts = ([(r, t) for r, t in zip(self._rects, texts, strict=True) if t]
@@ -122,14 +134,6 @@ class CellGrid(pg.GraphicsObject):
         self._outline_width = theme.line_width(outline_width)
         if text_color is not None:
             self._text_color = text_color
-        if self._rects:
-            array = np.asarray(rects, dtype=float).reshape(-1, 4)
-            x0, y0 = array[:, 0].min(), array[:, 1].min()
-            x1 = (array[:, 0] + array[:, 2]).max()
-            y1 = (array[:, 1] + array[:, 3]).max()
-            self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
-        else:
-            self._bounds = QRectF()
         self.update()
 
     def boundingRect(self) -> QRectF:

@@ -153,6 +153,9 @@ class ChoiceButtons(BoundControl):
         super().__init__(model, name, parent)
         self.group = QButtonGroup(self)
         self.group.setExclusive(True)
+        selected = theme.color("compute").name()
+        self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected}; "
+                           f"color: white; border: 1px solid {selected}; }}")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.setSpacing(2)
@@ -160,6 +163,8 @@ class ChoiceButtons(BoundControl):
         for value, label in self.param.choices:
             button = QPushButton(label)
             button.setCheckable(True)
+            button.setMinimumWidth(24)  # five or six choices must fit the control column
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
             button.setToolTip(f"{self.param.label}: {label}")
             button.setAccessibleName(f"{self.param.label}: {label}")
             button.clicked.connect(lambda _=False, v=value: self.model.set(self.name, v))
@@ -232,7 +237,9 @@ class NumberEntry(BoundControl):
     def sync(self) -> None:
         if not self.edit.hasFocus():
             with QSignalBlocker(self.edit):
-                self.edit.setText(f"{self.model.get(self.name):g}")
+                value = self.model.get(self.name)
+                whole = float(value).is_integer() and abs(value) < 1e15
+                self.edit.setText(f"{value:,.0f}" if whole else f"{value:g}")
 
 
 def control_for(model: FigureModel, name: str, style: str | None = None) -> BoundControl:
@@ -357,7 +364,9 @@ class MessageLabel(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
+        policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
+        policy.setHeightForWidth(True)  # wrapped text gets the height it needs
+        self.setSizePolicy(policy)
 
     def show_message(self, text: str, warn: bool = False) -> None:
         style = (f"color: {theme.color('highlight').name()}; font-weight: bold" if warn

@@ -1,0 +1,167 @@
+"""Transformer model presets from resources/models/*.toml, each field with its source.
+
+A file has `name`, `short_name` and `order`, an `[architecture]` table whose every entry is
+an inline table {value = ..., source = "..."}, and a `[published]` table with the
+parameter count the authors report (`rounded_to` says how coarsely it was printed, for
+counts such as "1.3B"). `load_models()` reads and validates them once; a bad file raises
+DataError naming the file and the field, like the hardware loader.
+
+`ModelConfig` is also what `gpuviz.models.transformer` takes, so a lesson can build a
+variant with `dataclasses.replace(config, kv_heads=8)` or a toy config by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuviz.data import DataError
+from gpuviz.paths import resource
+
+POSITIONS = ("learned", "rope")
+NORMS = ("layernorm", "rmsnorm")
+MLPS = ("gelu", "swiglu")
+
+# field -> (type, allowed values or None)
+INT_FIELDS = ("layers", "hidden", "intermediate", "heads", "kv_heads", "head_dim", "vocab",
+              "context")
+BOOL_FIELDS = ("tied_embeddings", "bias")
+CHOICE_FIELDS = {"positions": POSITIONS, "norm": NORMS, "mlp": MLPS}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One transformer's shape. Sizes are counts (layers, features, heads, tokens).
+
+    context: the longest sequence the model was trained for (tokens); with learned
+    positions it is also the number of position embeddings.
+    published_params: the count its authors report; published_rounded_to: the unit it was
+    printed in (0 when exact).
+    """
+
+    key: str
+    name: str
+    short_name: str
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    context: int
+    tied_embeddings: bool
+    positions: str  # "learned" or "rope"
+    norm: str  # "layernorm" or "rmsnorm"
+    mlp: str  # "gelu" (2 matrices) or "swiglu" (3 matrices)
+    bias: bool
+    published_params: float = 0.0
+    published_rounded_to: float = 0.0
+    order: int = 99
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def attention_kind(self) -> str:
+        if self.kv_heads == self.heads:
+            return "MHA"
+        return "MQA" if self.kv_heads == 1 else "GQA"
+
+    def source(self, name: str) -> str:
+        return self.sources.get(name, "")
+
+
+def parse_model(path: Path) -> ModelConfig:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DataError(path, "", f"cannot be read ({error.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise DataError(path, "", f"is not valid TOML ({error})") from None
+    for name in ("name", "short_name"):
+        if not isinstance(data.get(name), str) or not data[name].strip():
+            raise DataError(path, name, "missing or not a text")
+    order = data.get("order", 99)
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise DataError(path, "order", "must be a whole number")
+    arch = data.get("architecture")
+    if not isinstance(arch, dict):
+        raise DataError(path, "architecture", "missing section")
+    values: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    for name in (*INT_FIELDS, *BOOL_FIELDS, *CHOICE_FIELDS):
+        where = f"architecture.{name}"
+        value, source = _entry(path, where, arch.get(name))
+        if name in INT_FIELDS:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise DataError(path, where, f"value must be a positive whole number, "
+                                             f"not {value!r}")
+        elif name in BOOL_FIELDS:
+            if not isinstance(value, bool):
+                raise DataError(path, where, f"value must be true or false, not {value!r}")
+        elif value not in CHOICE_FIELDS[name]:
+            allowed = ", ".join(CHOICE_FIELDS[name])
+            raise DataError(path, where, f"value must be one of {allowed}, not {value!r}")
+        values[name] = value
+        sources[name] = source
+    unknown = sorted(set(arch) - set(values))
+    if unknown:
+        raise DataError(path, f"architecture.{unknown[0]}", "unknown field")
+    if values["heads"] % values["kv_heads"]:
+        raise DataError(path, "architecture.kv_heads",
+                        f"{values['kv_heads']} KV heads do not divide {values['heads']} heads")
+
+    published = data.get("published")
+    if not isinstance(published, dict):
+        raise DataError(path, "published", "missing section")
+    count, source = _entry(path, "published.parameters", published.get("parameters"))
+    if isinstance(count, bool) or not isinstance(count, int | float) or not count > 0:
+        raise DataError(path, "published.parameters",
+                        f"value must be a positive number, not {count!r}")
+    rounded_to = published["parameters"].get("rounded_to", 0)
+    if isinstance(rounded_to, bool) or not isinstance(rounded_to, int | float) \
+            or rounded_to < 0:
+        raise DataError(path, "published.parameters",
+                        f"rounded_to must be a number >= 0, not {rounded_to!r}")
+    sources["published_params"] = source
+    return ModelConfig(key=path.stem, name=data["name"], short_name=data["short_name"],
+                       published_params=float(count), published_rounded_to=float(rounded_to),
+                       order=order, sources=sources, **values)
+
+
+def _entry(path: Path, where: str, entry: object) -> tuple[object, str]:
+    if entry is None:
+        raise DataError(path, where, "missing")
+    if not isinstance(entry, dict) or "value" not in entry:
+        raise DataError(path, where, "must be a table {value = ..., source = \"...\"}")
+    source = entry.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise DataError(path, where, "needs a source")
+    return entry["value"], source
+
+
+def models_dir() -> Path:
+    return resource("models")
+
+
+@functools.cache
+def load_models(directory: Path | None = None) -> dict[str, ModelConfig]:
+    """All model presets, in display order. Raises DataError for the first bad file."""
+    directory = directory or models_dir()
+    paths = sorted(directory.glob("*.toml"))
+    if not paths:
+        raise DataError(directory, "", "holds no model files (*.toml)")
+    models = [parse_model(path) for path in paths]
+    return {m.key: m for m in sorted(models, key=lambda m: (m.order, m.key))}
+
+
+def model(key: str) -> ModelConfig:
+    return load_models()[key]
+
+
+def model_choices() -> list[tuple[str, str]]:
+    return [(key, m.name) for key, m in load_models().items()]
+
+
+DEFAULT_MODEL = "llama2_7b"

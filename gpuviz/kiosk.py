@@ -1,0 +1,373 @@
+"""Kiosk mode: gpuviz on a museum or lab-open-day screen that visitors cannot break.
+
+`gpuviz --kiosk [--lessons 1-4] [--idle-reset 120] [--config kiosk.toml]` opens full
+screen with no menus, no file dialogs and no export; Ctrl+Q, Alt+F4, Esc and F11 do
+nothing. The operator leaves with Ctrl+Alt+Shift+Q (then the PIN, when one is set).
+
+After `idle_reset` seconds without input a countdown offers "Keep exploring" or
+"Start over"; starting over resets every figure to its defaults and goes back to the
+first figure. With `attract` > 0 the kiosk then steps through the figures every
+`attract` seconds (playing the animated ones) until someone touches it.
+
+The TOML file holds the same settings, at top level or in a [kiosk] table:
+
+    lessons = "1-4"        # or [1, 2, 3, 4]; default: every lesson
+    idle_reset = 120       # seconds without input before the countdown; 0 = never
+    countdown = 15         # seconds the countdown lasts
+    attract = 20           # seconds per figure of the attract loop; 0 = off
+    pin = "4711"           # asked when the operator leaves; default: none
+    theme = "projector"    # system, dark, light or projector
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuviz import catalog
+
+if TYPE_CHECKING:
+    from gpuviz.main_window import MainWindow
+
+OPERATOR_EXIT_KEYS = "Ctrl+Alt+Shift+Q"
+THEMES = ("system", "dark", "light", "projector")
+LIMITS = {  # name: (minimum, maximum); 0 also allowed where noted in ZERO_ALLOWED
+    "idle_reset": (1.0, 86_400.0),
+    "countdown": (1.0, 600.0),
+    "attract": (2.0, 3_600.0),
+}
+ZERO_ALLOWED = {"idle_reset", "attract"}
+MAX_CONFIG_BYTES = 100_000
+ACTIVITY_EVENTS = {QEvent.KeyPress, QEvent.MouseButtonPress, QEvent.MouseMove,
+                   QEvent.Wheel, QEvent.TouchBegin, QEvent.TouchUpdate, QEvent.TabletPress}
+
+
+class KioskConfigError(ValueError):
+    """A kiosk setting we refuse, with the sentence that says why."""
+
+
+@dataclass(frozen=True)
+class KioskConfig:
+    lessons: tuple[int, ...] | None = None  # None: every lesson
+    idle_reset: float = 120.0
+    countdown: float = 15.0
+    attract: float = 0.0
+    pin: str | None = None
+    theme: str | None = None
+    figures: tuple[str, ...] = field(default=(), compare=False)
+
+    def with_figures(self) -> KioskConfig:
+        """The same config with `figures`: the built figures of the chosen lessons."""
+        chosen = [spec.number for lesson in catalog.LESSONS
+                  if self.lessons is None or lesson.number in self.lessons
+                  for spec in lesson.figures]
+        if not chosen:
+            raise KioskConfigError("the chosen lessons have no figures yet")
+        return replace(self, figures=tuple(chosen))
+
+
+def parse_lessons(value: Any) -> tuple[int, ...]:
+    """"1-4", "1,3,5-6", 3 or [1, 2] -> lesson numbers, each checked against the catalog."""
+    known = {lesson.number for lesson in catalog.LESSONS}
+    numbers: list[int] = []
+    if isinstance(value, bool):
+        raise KioskConfigError("lessons: expected text like '1-4' or a list of numbers")
+    if isinstance(value, int):
+        parts: list[Any] = [value]
+    elif isinstance(value, list):
+        parts = value
+    elif isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    else:
+        raise KioskConfigError("lessons: expected text like '1-4' or a list of numbers")
+    for part in parts:
+        if isinstance(part, int) and not isinstance(part, bool):
+            numbers.append(part)
+            continue
+        if not isinstance(part, str):
+            raise KioskConfigError(f"lessons: {part!r} is not a lesson number")
+        first, dash, last = part.partition("-")
+        try:
+            low = int(first)
+            high = int(last) if dash else low
+        except ValueError:
+            raise KioskConfigError(f"lessons: '{part}' is not a number or a range like 1-4"
+                                   ) from None
+        if high < low:
+            raise KioskConfigError(f"lessons: the range '{part}' is backwards")
+        numbers.extend(range(low, high + 1))
+    if not numbers:
+        raise KioskConfigError("lessons: no lesson given")
+    unknown = sorted(set(numbers) - known)
+    if unknown:
+        raise KioskConfigError(f"lessons: no lesson {', '.join(map(str, unknown))}; "
+                               f"lessons are {min(known)} to {max(known)}")
+    return tuple(sorted(set(numbers)))
+
+
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise KioskConfigError(f"{name}: expected a number of seconds, got {value!r}")
+    number = float(value)
+    low, high = LIMITS[name]
+    if number == 0 and name in ZERO_ALLOWED:
+        return 0.0
+    if not math.isfinite(number) or not low <= number <= high:
+        zero = " (or 0 to turn it off)" if name in ZERO_ALLOWED else ""
+        raise KioskConfigError(f"{name}: {value!r} is out of range; allowed: "
+                               f"{low:g} to {high:g} seconds{zero}")
+    return number
+
+
+def config_from_mapping(data: dict[str, Any], base: KioskConfig | None = None) -> KioskConfig:
+    if isinstance(data.get("kiosk"), dict):
+        extra = set(data) - {"kiosk"}
+        if extra:
+            raise KioskConfigError(f"unknown setting {sorted(extra)[0]!r} outside [kiosk]")
+        data = data["kiosk"]
+    config = base or KioskConfig()
+    allowed = {"lessons", "idle_reset", "countdown", "attract", "pin", "theme"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise KioskConfigError(f"unknown setting '{unknown[0]}'; settings: "
+                               f"{', '.join(sorted(allowed))}")
+    changes: dict[str, Any] = {}
+    if "lessons" in data:
+        changes["lessons"] = parse_lessons(data["lessons"])
+    for name in ("idle_reset", "countdown", "attract"):
+        if name in data:
+            changes[name] = _seconds(name, data[name])
+    if "pin" in data:
+        pin = data["pin"]
+        if isinstance(pin, int) and not isinstance(pin, bool):
+            pin = str(pin)
+        if not isinstance(pin, str) or not 1 <= len(pin) <= 32 or pin != pin.strip():
+            raise KioskConfigError("pin: expected text of 1 to 32 characters, no spaces "
+                                   "around it")
+        changes["pin"] = pin
+    if "theme" in data:
+        if data["theme"] not in THEMES:
+            raise KioskConfigError(f"theme: {data['theme']!r} is not one of "
+                                   f"{', '.join(THEMES)}")
+        changes["theme"] = data["theme"]
+    return replace(config, **changes)
+
+
+def load_config(path: Path) -> KioskConfig:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise KioskConfigError(f"{path}: too large for a kiosk configuration")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise KioskConfigError(f"{path}: not valid TOML: {error}") from None
+    except UnicodeDecodeError:
+        raise KioskConfigError(f"{path}: not a text file") from None
+    except OSError as error:
+        raise KioskConfigError(f"{path}: {error.strerror or error}") from None
+    try:
+        return config_from_mapping(data)
+    except KioskConfigError as error:
+        raise KioskConfigError(f"{path}: {error}") from None
+
+
+class Countdown(QWidget):
+    """A dimmed cover over the window with a card: "Still there?", the seconds left,
+    Keep exploring and Start over."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WA_StyledBackground, True)
+        self.setObjectName("kioskCover")
+        self.setStyleSheet("#kioskCover { background-color: rgba(0, 0, 0, 150); }"
+                           "#kioskCard { background-color: palette(window); "
+                           "border: 3px solid palette(highlight); border-radius: 10px; }")
+        card = QFrame()
+        card.setObjectName("kioskCard")
+        self.title = QLabel("<b>Still there?</b>")
+        self.title.setAlignment(Qt.AlignCenter)
+        font = self.title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.8)
+        self.title.setFont(font)
+        self.label = QLabel()
+        self.label.setAlignment(Qt.AlignCenter)
+        self.keep = QPushButton("Keep exploring")
+        self.keep.setDefault(True)
+        self.start_over = QPushButton("Start over")
+        for button in (self.keep, self.start_over):
+            button.setMinimumSize(180, 52)
+        buttons = QHBoxLayout()
+        buttons.setSpacing(16)
+        buttons.addWidget(self.keep)
+        buttons.addWidget(self.start_over)
+        inner = QVBoxLayout(card)
+        inner.setContentsMargins(32, 24, 32, 24)
+        inner.setSpacing(14)
+        inner.addWidget(self.title)
+        inner.addWidget(self.label)
+        inner.addLayout(buttons)
+        outer = QVBoxLayout(self)
+        outer.addStretch(1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(card)
+        row.addStretch(1)
+        outer.addLayout(row)
+        outer.addStretch(1)
+        self.hide()
+
+    def set_seconds(self, seconds: int) -> None:
+        unit = "second" if seconds == 1 else "seconds"
+        self.label.setText(f"The figures go back to the start in {seconds} {unit}.")
+
+    def pop_up(self) -> None:
+        self.setGeometry(self.parentWidget().rect())
+        self.raise_()
+        self.show()
+        self.keep.setFocus()
+
+
+class Kiosk(QObject):
+    """Idle detection, the countdown, starting over, the attract loop and the exit."""
+
+    def __init__(self, window: MainWindow, config: KioskConfig) -> None:
+        super().__init__(window)
+        self.window = window
+        self.config = config
+        self.operator_leaving = False
+        self.countdown = Countdown(window)
+        self.countdown.keep.clicked.connect(self.keep_exploring)
+        self.countdown.start_over.clicked.connect(self.start_over)
+        self.pin_dialog: QInputDialog | None = None
+        self.remaining = 0
+        self._last_mouse = None
+
+        self.idle_timer = QTimer(self)
+        self.idle_timer.setSingleShot(True)
+        self.idle_timer.timeout.connect(self.show_countdown)
+        self.tick_timer = QTimer(self)
+        self.tick_timer.setInterval(1000)
+        self.tick_timer.timeout.connect(self._tick)
+        self.attract_timer = QTimer(self)
+        self.attract_timer.timeout.connect(self._attract_step)
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)
+        self.restart_idle()
+
+    # --- idle ----------------------------------------------------------------------------
+    def restart_idle(self) -> None:
+        if self.config.idle_reset > 0:
+            self.idle_timer.start(int(self.config.idle_reset * 1000))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        kind = event.type()
+        if kind in ACTIVITY_EVENTS and not self.countdown.isVisible():
+            if kind == QEvent.MouseMove:
+                # Showing another figure can make Qt send a move with the same position.
+                position = event.globalPosition().toPoint()
+                if position == self._last_mouse:
+                    return False
+                self._last_mouse = position
+            self.attract_timer.stop()
+            self.restart_idle()
+        return False
+
+    def show_countdown(self) -> None:
+        if self.attract_timer.isActive():
+            return
+        self.remaining = max(int(math.ceil(self.config.countdown)), 1)
+        self.countdown.set_seconds(self.remaining)
+        self.countdown.pop_up()
+        self.tick_timer.start()
+
+    def _tick(self) -> None:
+        self.remaining -= 1
+        if self.remaining <= 0:
+            self.start_over(attract=True)
+        else:
+            self.countdown.set_seconds(self.remaining)
+
+    def keep_exploring(self) -> None:
+        self.tick_timer.stop()
+        self.countdown.hide()
+        self.restart_idle()
+
+    def start_over(self, attract: bool = False) -> None:
+        """Every figure back to its defaults and the first figure shown."""
+        self.tick_timer.stop()
+        self.countdown.hide()
+        self.window.reset_everything()
+        if attract and self.config.attract > 0:
+            self.attract_timer.start(int(self.config.attract * 1000))
+            self._play_current()
+        else:
+            self.restart_idle()
+
+    # --- attract loop --------------------------------------------------------------------
+    def _attract_step(self) -> None:
+        self.window.step_figure(1)
+        self._play_current()
+
+    def _play_current(self) -> None:
+        model = self.window.models.get(self.window.current or "")
+        if model is not None and hasattr(model, "set_playing"):
+            model.rewind()
+            model.set_playing(True)
+
+    @property
+    def attracting(self) -> bool:
+        return self.attract_timer.isActive()
+
+    # --- leaving -------------------------------------------------------------------------
+    def request_exit(self) -> None:
+        """The operator chord: leave at once, or after the PIN."""
+        if not self.config.pin:
+            self.leave()
+            return
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle("Leave kiosk mode")
+        dialog.setLabelText("Operator PIN:")
+        dialog.setTextEchoMode(QLineEdit.Password)
+        dialog.textValueSelected.connect(self._check_pin)
+        self.pin_dialog = dialog
+        dialog.open()
+
+    def _check_pin(self, text: str) -> None:
+        self.pin_dialog = None
+        if text == self.config.pin:
+            self.leave()
+        else:
+            self.window.statusBar().showMessage("Wrong PIN.", 3000)
+
+    def leave(self) -> None:
+        self.operator_leaving = True
+        self.stop()
+        self.window.close()
+
+    def stop(self) -> None:
+        for timer in (self.idle_timer, self.tick_timer, self.attract_timer):
+            timer.stop()
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+
+
+def exit_sequence() -> QKeySequence:
+    return QKeySequence(OPERATOR_EXIT_KEYS)

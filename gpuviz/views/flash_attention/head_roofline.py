@@ -1,0 +1,95 @@
+"""Figure 4.4: one attention head's forward pass on the roofline."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import pen, plot_widget
+from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
+from gpuviz.views.flash_attention._text import show_message
+
+LINES = (("standard_time", "memory", "standard attention"),
+         ("flash_time", "onchip", "FlashAttention"),
+         ("compute_time", "compute", "compute 4N²d / peak"))
+
+
+X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)
+
+
+def _tokens(n: int) -> str:
+    return f"{n // 1024}K" if n >= 1024 else str(n)
+
+
+def _duration_us(us: float) -> str:
+    """A decade of microseconds as a readable duration: 10 ns, 1 µs, 100 ms, 1 s."""
+    for unit, scale in (("s", 1e6), ("ms", 1e3), ("µs", 1.0), ("ns", 1e-3)):
+        if us >= scale * 0.999:
+            return f"{us / scale:g} {unit}"
+    return f"{us * 1e3:g} ns"
+
+
+class HeadRooflineView(FigureView):
+    def build(self) -> None:
+        for name in ("gpu", "seq_len", "head_dim", "block_rows", "l2_rereads"):
+            self.controls.add(name)
+        self.plot = plot_widget("sequence length N (tokens)", "minimum time",
+                                log_x=True, log_y=True)
+        item = self.plot.getPlotItem()
+        item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
+        item.setXRange(math.log10(ROOFLINE_N_MIN), math.log10(ROOFLINE_N_MAX), padding=0.02)
+        item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
+                       labelTextSize=f"{10 * theme.current().font_scale:.0f}pt",
+                       brush=pg.mkBrush(theme.color("panel", 200)))
+        self.curves = {}
+        for key, role, label in LINES:
+            width = 3.0 if key != "compute_time" else 2.5
+            self.curves[key] = item.plot([1, 2], [1, 2], pen=pen(role, width), name=label)
+        # One item for the three dots: each scatter update costs about a millisecond.
+        self.dots = item.plot([1, 1, 1], [1, 1, 1], pen=None, symbol="o", symbolSize=11,
+                              symbolBrush=[theme.color(role) for _, role, _ in LINES],
+                              symbolPen=pg.mkPen(theme.color("text"), width=1))
+        self.marker = pg.InfiniteLine(angle=90, pen=pen("neutral", 1.5, Qt.DashLine))
+        item.addItem(self.marker)
+        self._y_range: tuple[int, int] = (0, 0)
+        self.add_plot(self.plot)
+
+    def refresh(self) -> None:
+        s = self.model.out
+        for key, _, _ in LINES:
+            self.curves[key].setData(s.curve.n, getattr(s.curve, key) * 1e6)
+        self.dots.setData(np.repeat(s.point.n, len(LINES)),
+                          np.array([getattr(s.point, key)[0] * 1e6 for key, _, _ in LINES]))
+        self.marker.setValue(math.log10(self.model.seq_len))
+        low = math.floor(math.log10(float(np.min(s.curve.compute_time)) * 1e6))
+        high = math.ceil(math.log10(float(np.max(s.curve.standard_time)) * 1e6))
+        if (low, high) != self._y_range:  # whole decades: the axis moves only in steps
+            self._y_range = (low, high)
+            item = self.plot.getPlotItem()
+            item.setYRange(low, high, padding=0.02)
+            item.getAxis("left").setTicks(
+                [[(e, _duration_us(10.0 ** e)) for e in range(low, high + 1)], []])
+
+        d, br = self.model.head_dim, self.model.block_rows
+        if self.model.l2_rereads:
+            flash = ("With L2 serving the re-reads, FlashAttention moves Q, K, V and O once "
+                     "and sits on the compute line.")
+            if s.kv_bytes > s.l2_bytes:
+                flash += (f" (Optimistic here: K and V of this head take "
+                          f"{s.kv_bytes / 1e6:.0f} MB, more than the {s.l2_bytes / 1e6:.0f} MB "
+                          f"L2.)")
+        elif br >= s.ridge:
+            flash = (f"B_r = {br} is past the ridge point ({s.ridge:.0f} FLOP/B): each K/V "
+                     f"byte feeds enough FLOPs, so FlashAttention is compute-bound.")
+        else:
+            flash = (f"FlashAttention re-reads K and V once per block of {br} queries: "
+                     f"{s.ridge:.0f} / {br} = {s.flash_limit:.2g}× above compute for long "
+                     f"sequences.")
+        show_message(self.message,
+            f"Standard attention moves the N² scores through HBM: 2 × {s.ridge:.0f} / {d} = "
+            f"{s.standard_limit:.2g}× above compute for long sequences. " + flash)

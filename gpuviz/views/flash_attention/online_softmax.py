@@ -1,0 +1,149 @@
+"""Figure 4.1: the online softmax stepper."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.views.flash_attention._text import set_text, show_message
+
+MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay readable
+ROW_GAP = 0.15
+STATE_Y = 2.75
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "−∞" if value < 0 else "∞"
+    text = f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+    return text.replace("-", "−")
+
+
+class OnlineSoftmaxView(FigureView):
+    step_label = "Next block"
+
+    def build(self) -> None:
+        for name in ("n_scores", "block_size", "seed", "huge_score"):
+            self.controls.add(name)
+
+        canvas, self.box = diagram_widget()
+        # Cells stretch to the width available: the numbers in them must stay legible.
+        self.box.setAspectLocked(False)
+        self.cells = CellGrid(font_size=7)
+        self.box.addItem(self.cells)
+        self.score_label = text_item("x", anchor=(1, 0.5), bold=True)
+        self.value_label = text_item("v", anchor=(1, 0.5), bold=True)
+        self.state_label = text_item("", role="onchip", anchor=(0, 1), bold=True)
+        for item in (self.score_label, self.value_label, self.state_label):
+            self.box.addItem(item)
+        self.add_plot(canvas, 2)
+
+        self.plot = plot_widget("key index i", "e^(x_i − m), seen so far")
+        item = self.plot.getPlotItem()
+        item.setYRange(0, 1.18, padding=0)
+        item.showGrid(x=False, y=True, alpha=0.25)
+        self.ghosts = pg.BarGraphItem(x=[0], height=[0], width=0.8,
+                                      pen=pen("neutral", 1.5, Qt.DashLine), brush=None)
+        self.bars = pg.BarGraphItem(x=[0], height=[0], width=0.62)
+        item.addItem(self.ghosts)
+        item.addItem(self.bars)
+        self.factor_text = text_item(anchor=(0, 0), size=10, bold=True)
+        item.addItem(self.factor_text)
+        self.add_plot(self.plot, 3)
+
+    def refresh(self) -> None:
+        s = self.model.out
+        t, k = s.trace, s.done
+        n, b = t.scores.size, t.block_size
+        width = max(n, MIN_WIDTH)
+        block_of = np.arange(n) // b
+
+        # Scores and values: seen blue, current block magenta, unseen grey.
+        fills = []
+        for i in range(n):
+            role = ("highlight" if block_of[i] == k - 1 else
+                    "compute" if block_of[i] < k - 1 else "neutral")
+            fills.append(theme.color(role, 150 if role != "neutral" else 70))
+        rects = [(i, 0, 0.92, 1) for i in range(n)] + [(i, 1 + ROW_GAP, 0.92, 1)
+                                                      for i in range(n)]
+        texts = [_number(x) for x in t.scores] + [_number(v) for v in t.values]
+        outlines = [None] * (2 * n)
+        fills = fills + fills
+        # One outline per block around its scores and values.
+        for blk in range(t.blocks):
+            lo, hi = blk * b, min(n, (blk + 1) * b)
+            rects.append((lo - 0.04, -0.06, hi - lo, 2 + ROW_GAP + 0.12))
+            fills.append(None)
+            outlines.append(theme.color("highlight" if blk == k - 1 else "muted"))
+            texts.append("")
+        # The on-chip state: three yellow boxes.
+        box_w = width / 3
+        m_text = "−∞" if math.isinf(t.m[k]) else f"{t.m[k]:.4g}"
+        for j, text in enumerate((f"m = {m_text}", f"l = {t.l[k]:.5g}",
+                                  f"o = {t.o[k]:.5g}")):
+            rects.append((j * box_w, STATE_Y, box_w - 0.3, 1.1))
+            fills.append(theme.color("onchip", 80))
+            outlines.append(theme.color("onchip"))
+            texts.append(text)
+        self.cells.set_cells(np.array(rects, dtype=float), fills, outlines, texts,
+                             text_color=theme.color("text"))
+        self.score_label.setPos(-0.2, 0.5)
+        self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
+        set_text(self.state_label, f"Scores x and values v above; on-chip state after {k} "
+                                   f"of {t.blocks} blocks:")
+        self.state_label.setPos(0, STATE_Y - 0.1)
+        self.box.setRange(xRange=(-0.9, width + 0.1), yRange=(-0.3, STATE_Y + 1.3),
+                          padding=0.02)
+
+        # Bars: weights relative to the current max; dashed: before this block's rescale.
+        x = np.arange(n, dtype=float)
+        heights = t.weights[k]
+        brushes = [theme.color("highlight" if block_of[i] == k - 1 else "compute")
+                   for i in range(n)]
+        self.bars.setOpts(x=x, height=heights, brushes=brushes, pens=brushes)
+        old = t.weights[k - 1] if k >= 1 else np.zeros(n)
+        self.ghosts.setOpts(x=x, height=old)
+        item = self.plot.getPlotItem()
+        item.setXRange(-0.7, width - 0.3, padding=0)
+        self.factor_text.setPos(-0.5, 1.16)
+        rose = k >= 2 and t.m[k] > t.m[k - 1]
+        if k >= 2:
+            factor = (f"block {k}: rescale × {t.factor[k]:.3g}"
+                      + ("  (the max rose)" if rose else "  (max unchanged)"))
+        else:
+            factor = "dashed: the bars before this block" if k else "press Next block"
+        set_text(self.factor_text, factor, theme.color("highlight" if rose else "text"))
+
+        self._message(s, k)
+
+    def _message(self, s: object, k: int) -> None:
+        t = s.trace
+        huge = self.model.huge_score
+        if huge and not math.isfinite(s.naive_result):
+            naive = (f"The naive formula computes e^1000, which overflows a float64 "
+                     f"(limit e^709.78): its sum is {s.naive_sum} and its result "
+                     f"{'NaN' if math.isnan(s.naive_result) else s.naive_result}. ")
+        else:
+            naive = ""
+        if k == 0:
+            show_message(self.message, naive + "Press Next block: the state starts at "
+                                      "m = −∞, l = 0, o = 0.")
+        elif k < t.blocks:
+            if k >= 2 and t.m[k] > t.m[k - 1]:
+                text = (f"Block {k} raised the max from {t.m[k - 1]:.4g} to {t.m[k]:.4g}: "
+                        f"the old sum l and every earlier bar were multiplied by "
+                        f"e^({t.m[k - 1]:.4g} − {t.m[k]:.4g}) = {t.factor[k]:.3g} before the "
+                        f"new block was added.")
+            else:
+                text = f"Block {k} did not raise the max, so nothing was rescaled."
+            show_message(self.message, naive + text)
+        else:
+            show_message(self.message,
+                naive + f"Done: the online o = {t.o[k]:.6g} matches the exact softmax "
+                f"average, difference {s.difference:.1e}, without ever storing the row.")

@@ -1,0 +1,100 @@
+"""Figure 4.5: split-KV decoding over the SMs."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, diagram_widget, grid_rects, pen, plot_widget, text_item
+from gpuviz.models.flash_attention import MAX_SPLITS
+from gpuviz.views.flash_attention._text import set_text, show_message
+
+
+def _nice_ceiling(value: float) -> float:
+    """1, 2 or 5 times a power of ten at or above value: axis limits that move in steps."""
+    if value <= 0 or not math.isfinite(value):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= value:
+            return factor * power
+    return 10 * power
+
+
+class SplitKVView(FigureView):
+    def build(self) -> None:
+        for name in ("splits", "batch_size", "kv_len", "kv_heads", "group", "kernel_us", "gpu"):
+            self.controls.add(name)
+
+        canvas, self.box = diagram_widget()
+        self.sms = CellGrid(font_size=7)
+        self.box.addItem(self.sms)
+        self.title = text_item(anchor=(0, 1))
+        self.box.addItem(self.title)
+        self.add_plot(canvas, 1)
+
+        self.plot = plot_widget("KV splits", "step time (µs)")
+        item = self.plot.getPlotItem()
+        item.setXRange(0.5, MAX_SPLITS + 0.5, padding=0)
+        self.unsplit = item.plot([1, MAX_SPLITS], [0, 0], pen=pen("neutral", 2, Qt.DashLine))
+        self.unsplit_label = text_item("no splitting", role="muted", anchor=(1, 1))
+        item.addItem(self.unsplit_label)
+        self.curve_label = text_item("attention + merge", role="memory", anchor=(1, 0))
+        item.addItem(self.curve_label)
+        self.curve = item.plot([1], [0], pen=pen("memory", 2.5))
+        self.dot = item.plot([1], [0], pen=None, symbol="o", symbolSize=11,
+                             symbolBrush=theme.color("highlight"), symbolPen=None)
+        self._y_top = 0.0
+        self._columns = 0
+        self.add_plot(self.plot, 1)
+
+    def refresh(self) -> None:
+        s = self.model.out
+        sms = s.sms
+        columns = math.ceil(math.sqrt(sms * 2))  # a wide grid: about 2:1
+        per_sm = s.units_per_sm
+        top = int(per_sm.max()) if per_sm.size else 0
+        idle, full, short = (theme.color("idle", 170), theme.color("memory"),
+                             theme.color("memory_light"))
+        fills = [idle if n == 0 else full if n == top else short for n in per_sm]
+        texts = [str(int(n)) if n else "" for n in per_sm]
+        self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts,
+                           text_color=theme.color("background"))
+        if columns != self._columns:
+            self._columns = columns
+            rows = math.ceil(sms / columns)
+            self.box.setRange(xRange=(0, columns), yRange=(-1.0, rows), padding=0.03)
+        sp = s.split
+        set_text(self.title,
+                 f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "
+                 f"in {sp.waves} wave{'s' if sp.waves > 1 else ''}")
+        self.title.setPos(0, -0.15)
+
+        us = s.curve_time * 1e6
+        self.curve.setData(s.curve_splits, us)
+        self.unsplit.setData([1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
+        self.dot.setData([self.model.splits], [sp.total_time * 1e6])
+        # The two labels sit on opposite sides of the lines' right ends, never on each other.
+        above = float(us[-1]) >= s.unsplit.total_time * 1e6
+        self.unsplit_label.setAnchor((1, 0) if above else (1, 1))
+        self.unsplit_label.setPos(MAX_SPLITS, s.unsplit.total_time * 1e6)
+        self.curve_label.setAnchor((1, 1) if above else (1, 0))
+        self.curve_label.setPos(MAX_SPLITS, float(us[-1]))
+        y_top = _nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
+        if y_top != self._y_top:
+            self._y_top = y_top
+            self.plot.getPlotItem().setYRange(0, y_top, padding=0)
+
+        if self.model.splits == 1:
+            hint = ("No splitting: one work unit per (sequence, KV head). "
+                    if sp.busy_sms < sms else
+                    "Batch × KV heads already covers every SM: splitting only adds a merge. ")
+        else:
+            hint = (f"Each unit now reads {math.ceil(self.model.kv_len / self.model.splits):,} "
+                    f"of the {self.model.kv_len:,} cached tokens; the merge kernel adds "
+                    f"{sp.merge_time * 1e6:.2g} µs. ")
+        show_message(self.message,
+            hint + f"Speed-up over no splitting: {s.speedup:.2f}×.")

@@ -1,0 +1,168 @@
+"""Figure 4.2: FlashAttention against standard attention on the tiled score matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
+from gpuviz.views.flash_attention._text import set_text, show_message
+
+GAP = 0.08
+PAST_ALPHA = 70
+STRIP = 1.4  # distance of the Q, K/V and O strips from the matrix, in tiles
+
+
+def _swatch(role: str, text: str, alpha: int = 255) -> str:
+    c = theme.color(role)
+    return (f"<span style='color:rgba({c.red()},{c.green()},{c.blue()},{alpha});"
+            f" font-size:large'>■</span>&nbsp;{text}")
+
+
+class FlashTilingView(FigureView):
+    def build(self) -> None:
+        self.controls.add("mode", "buttons")
+        for name in ("seq_len", "block_size", "head_dim", "causal"):
+            self.controls.add(name)
+        canvas, self.box = diagram_widget()
+        self.cells = CellGrid()
+        self.box.addItem(self.cells)
+        self.q_label = text_item("Q", bold=True, anchor=(1, 0.5))
+        self.k_label = text_item("Kᵀ, V", bold=True, anchor=(0.5, 1))
+        self.o_label = text_item("O", bold=True, anchor=(0, 0.5))
+        self.status = text_item("", anchor=(0, 0), size=10)
+        for item in (self.q_label, self.k_label, self.o_label, self.status):
+            self.box.addItem(item)
+        self.add_plot(canvas)
+        self._geometry: tuple[int, ...] = ()
+        self._rects = np.zeros((0, 4))
+        self._order = np.zeros((0, 0), dtype=int)
+
+    def _layout(self, tiles: int, schedule: object) -> None:
+        """Rectangles of the T x T tiles, then the Q, K/V and O strips; the step index of
+        every tile (-1 when skipped). Rebuilt only when the geometry changes."""
+        key = (tiles, self.model.mode, self.model.causal)
+        if key == self._geometry:
+            return
+        self._geometry = key
+        size = 1.0 - GAP
+        r, c = np.divmod(np.arange(tiles * tiles), tiles)
+        grid = np.column_stack([c, r, np.full(r.size, size), np.full(r.size, size)])
+        t = np.arange(tiles)
+        q = np.column_stack([np.full(tiles, -STRIP), t, np.full(tiles, size), np.full(tiles, size)])
+        k = np.column_stack([t, np.full(tiles, -STRIP), np.full(tiles, size),
+                             np.full(tiles, size)])
+        o = np.column_stack([np.full(tiles, tiles + STRIP - 1 + GAP), t, np.full(tiles, size),
+                             np.full(tiles, size)])
+        self._rects = np.vstack([grid, q, k, o, np.zeros((1, 4))]).astype(float)
+        order = np.full((tiles, tiles), -1, dtype=int)
+        tile_steps = np.flatnonzero(np.isin(schedule.phase, (PHASE_FLASH, PHASE_S)))
+        order[schedule.row[tile_steps], schedule.col[tile_steps]] = tile_steps
+        self._order = order
+        # Room for the labels, whose size is in pixels while a tile shrinks as T grows.
+        margin = 0.4 + 0.07 * tiles
+        self.box.setRange(xRange=(-STRIP - margin, tiles + STRIP + margin),
+                          yRange=(-STRIP - margin, tiles + 0.9 + 0.12 * tiles), padding=0.02)
+        self.q_label.setPos(-STRIP - 0.1, tiles / 2)
+        self.k_label.setPos(tiles / 2, -STRIP - 0.1)
+        self.o_label.setPos(tiles + STRIP + GAP + 0.1, tiles / 2)
+        self.status.setPos(-STRIP, tiles + 0.3)
+
+    def refresh(self) -> None:
+        s = self.model.out
+        sch = s.schedule
+        tiles = sch.tiles
+        self._layout(tiles, sch)
+        flash = self.model.mode == "flash"
+        done = s.done
+        cur = done - 1
+        phase = int(sch.phase[cur]) if done else -1
+        ci, cj = (int(sch.row[cur]), int(sch.col[cur])) if done else (-1, -1)
+        order = self._order.ravel()
+        rows = np.repeat(np.arange(tiles), tiles)
+        cols = np.tile(np.arange(tiles), tiles)
+        masked = (cols > rows) if self.model.causal else np.zeros(rows.size, dtype=bool)
+
+        none = None
+        faint = theme.color("neutral", 45)
+        grid: list = [faint] * (tiles * tiles)
+        q = [theme.color("neutral", 90)] * tiles
+        k = [theme.color("neutral", 90)] * tiles
+        o: list = [faint] * tiles
+        cursor_role = "highlight"
+        cursor = np.zeros(4)
+        if flash:
+            past = (order >= 0) & (order < cur)
+            for index in np.flatnonzero(past):
+                grid[index] = theme.color("compute", PAST_ALPHA)
+            for index in np.flatnonzero(order < 0):
+                grid[index] = none
+            if done:
+                grid[ci * tiles + cj] = theme.color("compute")
+                q[ci] = theme.color("onchip")
+                k[cj] = theme.color("highlight")
+                cursor = self._rects[ci * tiles + cj]
+                cursor_role = "onchip"
+            for r in range(tiles):
+                last = r if self.model.causal else tiles - 1
+                last_step = self._order[r, last]
+                if 0 <= last_step <= cur:
+                    o[r] = theme.color("memory")
+        else:
+            s_done = (order >= 0) & (order <= cur)
+            p_rows = int(np.count_nonzero(sch.phase[:done] == PHASE_P))
+            o_rows = int(np.count_nonzero(sch.phase[:done] == PHASE_O))
+            for index in np.flatnonzero(s_done):
+                in_p = rows[index] < p_rows
+                alpha = 110 if masked[index] else 255
+                grid[index] = theme.color("memory_light" if in_p else "memory", alpha)
+            for r in range(o_rows):
+                o[r] = theme.color("memory")
+            if phase == PHASE_S:
+                cursor = self._rects[ci * tiles + cj]
+                q[ci] = theme.color("compute")
+                k[cj] = theme.color("compute")
+            elif phase in (PHASE_P, PHASE_O):
+                first = self._rects[ci * tiles]
+                cursor = np.array([first[0], first[1], tiles - GAP, first[3]])
+                if phase == PHASE_O:
+                    o[ci] = theme.color("memory")
+        fills = grid + q + k + o + [none]
+        outlines = [None] * (len(fills) - 1) + [theme.color(cursor_role) if done else None]
+        rects = self._rects.copy()
+        rects[-1] = cursor
+        self.cells.set_cells(rects, fills, outlines, outline_width=2.5)
+
+        set_text(self.status, self._status(s, phase, ci, cj))
+        self._legend(flash)
+
+    def _status(self, s: object, phase: int, ci: int, cj: int) -> str:
+        if s.done == 0:
+            return "Press Play or Step"
+        if phase == PHASE_FLASH:
+            return (f"Q block {ci} stays on chip; K/V block {cj} streams in; "
+                    f"score tile ({ci}, {cj}) lives only on chip")
+        if phase == PHASE_S:
+            return f"Pass 1: tile ({ci}, {cj}) of S = QKᵀ written to HBM"
+        if phase == PHASE_P:
+            return f"Pass 2: row block {ci} of S read, softmax, P written to HBM"
+        return f"Pass 3: row block {ci} of P read with V, O written"
+
+    def _legend(self, flash: bool) -> None:
+        if flash:
+            items = [_swatch("onchip", "Q block on chip"),
+                     _swatch("highlight", "K/V block streaming"),
+                     _swatch("compute", "score tile, on chip only"),
+                     _swatch("compute", "computed earlier, discarded", PAST_ALPHA),
+                     _swatch("memory", "O written to HBM")]
+            if self.model.causal:
+                items.append("blank: skipped above the diagonal")
+        else:
+            items = [_swatch("memory", "S written to HBM"),
+                     _swatch("memory_light", "P written to HBM"),
+                     _swatch("highlight", "current tile or row")]
+            if self.model.causal:
+                items.append("pale: masked, but stored anyway")
+        show_message(self.message, "<br>".join(items))

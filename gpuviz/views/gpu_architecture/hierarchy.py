@@ -1,0 +1,209 @@
+"""Figure 1.1: the execution hierarchy, waves and the tail effect."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QFrame, QLabel
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.models.gpu_architecture import LEVELS, WARP_SIZE
+
+# Diagram layout, in data units (y grows downwards).
+WIDTH = 68.0
+BOX_HEIGHT = 3.6
+BOX_GAP = 1.0
+PANEL_TOP = 6.5  # first row of cells of the two panels
+RIGHT_X = 36.0  # left edge of the SM panel
+PANEL_WIDTH = 32.0
+SM_COLUMNS = 22
+MAX_WAVE_CELLS = 32
+HEIGHT = PANEL_TOP + 32 + 0.5
+CELL_PX, GAP_PX = 8, 2  # image pixels per cell and of the gap between cells
+
+
+def cell_image(states: np.ndarray, columns: int, palette: np.ndarray) -> np.ndarray:
+    """An RGBA image (row-major) of square cells, `columns` per row, each painted with
+    palette[state] and separated by transparent gaps. One image instead of a thousand
+    rectangles keeps the refresh cheap (a block has up to 1,024 threads)."""
+    rows = -(-len(states) // columns)
+    grid = np.full(rows * columns, len(palette) - 1)  # the last palette entry: transparent
+    grid[:len(states)] = states
+    colours = palette[grid.reshape(rows, columns)]  # (rows, columns, 4)
+    image = np.repeat(np.repeat(colours, CELL_PX, axis=0), CELL_PX, axis=1)
+    mask = (np.arange(rows * CELL_PX) % CELL_PX) >= CELL_PX - GAP_PX
+    image[mask, :, 3] = 0
+    mask = (np.arange(columns * CELL_PX) % CELL_PX) >= CELL_PX - GAP_PX
+    image[:, mask, 3] = 0
+    return image
+
+
+def _rgba(role: str) -> list[int]:
+    color = theme.color(role)
+    return [color.red(), color.green(), color.blue(), 255]
+
+
+class HierarchyView(FigureView):
+    def build(self) -> None:
+        self.controls.add("gpu")
+        self.controls.add("problem_size")
+        self.controls.add("block_size")
+        buttons = self.controls.add("level", style="buttons")
+        for button in buttons.buttons.values():
+            # Five buttons must fit the control column; let them shrink below the style's
+            # default minimum width.
+            button.setMinimumWidth(24)
+
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.description.setFrameShape(QFrame.StyledPanel)
+        self.description.setMargin(6)
+        self.description.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        # A fixed height spares a relayout of the whole page each time the text changes.
+        line = self.description.fontMetrics().lineSpacing()
+        self.description.setFixedHeight(int(line * 4.2 + 16))
+        self.description.setAccessibleName("What the selected level is")
+        self.add_plot(self.description, 0)
+
+        canvas, self.box = diagram_widget()
+        self.palette = np.array([_rgba("compute"), _rgba("idle"), [0, 0, 0, 0]],
+                                dtype=np.ubyte)
+        self.block_image = pg.ImageItem(axisOrder="row-major")
+        self.sm_image = pg.ImageItem(axisOrder="row-major")
+        self.cells = CellGrid(font_size=8.5)  # level boxes and waves: a few dozen cells
+        self.outlines = CellGrid()
+        self.block_title = text_item(anchor=(0, 1))
+        self.sm_title = text_item(anchor=(0, 1))
+        self.wave_title = text_item(anchor=(0, 1))
+        for item in (self.block_image, self.sm_image, self.cells, self.outlines,
+                     self.block_title, self.sm_title, self.wave_title):
+            self.box.addItem(item)
+        self.box.setRange(xRange=(0, WIDTH), yRange=(-0.3, HEIGHT), padding=0.02)
+        self.box.scene().sigMouseClicked.connect(self._on_click)
+        canvas.setToolTip("Click a level box, the block, the SMs or the waves to select "
+                          "that level")
+        self.add_plot(canvas, 1)
+        self._regions: list[tuple[QRectF, str]] = []
+        self._shown: dict[str, object] = {}
+
+    def _on_click(self, event: object) -> None:
+        if not self.box.sceneBoundingRect().contains(event.scenePos()):
+            return
+        point = self.box.mapSceneToView(event.scenePos())
+        for rect, level in self._regions:
+            if rect.contains(point):
+                self.model.set("level", level)
+                return
+
+    def _changed(self, key: str, value: object) -> bool:
+        """True (and remember the value) when `value` differs from what is shown."""
+        if self._shown.get(key) == value:
+            return False
+        self._shown[key] = value
+        return True
+
+    def refresh(self) -> None:
+        out = self.model.out
+        level = self.model.level
+        if self._changed("description", (level, self.model.gpu, out)):
+            self.description.setText(
+                f"<b>{dict(LEVELS)[level]}.</b> {self.model.description()}")
+
+        # The last block (one row per warp, one cell per thread) and the SMs of the last
+        # wave: blue busy (state 0), violet idle (state 1).
+        threads = np.arange(out.warps_per_block * WARP_SIZE)
+        block_states = np.where(threads < out.last_block_threads, 0, 1)
+        if self._changed("block", (out.warps_per_block, out.last_block_threads)):
+            self.block_image.setImage(cell_image(block_states, WARP_SIZE, self.palette),
+                                      autoLevels=False)
+            self.block_image.setRect(QRectF(0, PANEL_TOP, WARP_SIZE, out.warps_per_block))
+        sm_size = PANEL_WIDTH / SM_COLUMNS
+        sm_rows = -(-out.sms // SM_COLUMNS)
+        if self._changed("sms", (out.sms, out.busy_sms_last_wave)):
+            sm_states = np.where(np.arange(out.sms) < out.busy_sms_last_wave, 0, 1)
+            self.sm_image.setImage(cell_image(sm_states, SM_COLUMNS, self.palette),
+                                   autoLevels=False)
+            self.sm_image.setRect(QRectF(RIGHT_X, PANEL_TOP, PANEL_WIDTH, sm_rows * sm_size))
+
+        # Level boxes (the selected one in the highlight colour) and one cell per wave,
+        # filled by the share of block slots it uses.
+        box_width = (WIDTH - BOX_GAP * (len(LEVELS) - 1)) / len(LEVELS)
+        counts = {
+            "grid": f"{out.blocks:,} blocks",
+            "block": f"{out.block_size:,} threads",
+            "warp": f"{WARP_SIZE} threads",
+            "thread": "1 element",
+            "sm": f"{out.sms} SMs",
+        }
+        wave_top = PANEL_TOP + sm_rows * sm_size + 3.0
+        drawn = min(out.waves, MAX_WAVE_CELLS)
+        wave_w = PANEL_WIDTH / max(drawn, 4)
+        if self._changed("cells", (level, out, wave_top)):
+            rects, fills, texts = [], [], []
+            regions = []
+            for i, (key, label) in enumerate(LEVELS):
+                rect = (i * (box_width + BOX_GAP), 0, box_width, BOX_HEIGHT)
+                rects.append(rect)
+                fills.append(theme.color("highlight", 210) if key == level
+                             else theme.color("neutral", 90))
+                texts.append(f"{label}\n{counts[key]}")
+                regions.append((QRectF(*rect), key))
+            busy, idle = theme.color("compute"), theme.color("idle")
+            for i in range(drawn):
+                x = RIGHT_X + i * wave_w
+                share = out.last_wave_fill if i == drawn - 1 else 1.0
+                rects.append((x, wave_top, wave_w * 0.85 * share, 2.0))
+                fills.append(busy)
+                texts.append("")
+                if share < 1.0:
+                    rects.append((x + wave_w * 0.85 * share, wave_top,
+                                  wave_w * 0.85 * (1 - share), 2.0))
+                    fills.append(idle)
+                    texts.append("")
+            self.cells.set_cells(np.array(rects), fills, texts=texts)
+            regions += [
+                (QRectF(0, PANEL_TOP, WARP_SIZE, out.warps_per_block), "block"),
+                (QRectF(RIGHT_X, PANEL_TOP, PANEL_WIDTH, sm_rows * sm_size), "sm"),
+                (QRectF(RIGHT_X, wave_top, PANEL_WIDTH, 2.0), "grid"),
+            ]
+            self._regions = regions
+
+            # Outline what the selected level is in the drawings.
+            outline = {
+                "grid": [RIGHT_X - 0.2, wave_top - 0.2, drawn * wave_w + 0.3, 2.4],
+                "block": [-0.2, PANEL_TOP - 0.2, WARP_SIZE + 0.2, out.warps_per_block + 0.3],
+                "warp": [-0.2, PANEL_TOP - 0.2, WARP_SIZE + 0.2, 1.25],
+                "thread": [-0.2, PANEL_TOP - 0.2, 1.25, 1.25],
+                "sm": [RIGHT_X - 0.2, PANEL_TOP - 0.2, sm_size + 0.2, sm_size + 0.2],
+            }[level]
+            self.outlines.set_cells(np.array([outline]), [None],
+                                    outlines=[theme.color("highlight")], outline_width=2.5)
+
+            self.block_title.setText(
+                f"Last block: {out.last_block_threads:,} threads busy, "
+                f"{out.block_size - out.last_block_threads:,} idle")
+            self.block_title.setPos(0, PANEL_TOP - 0.3)
+            self.sm_title.setText(
+                f"Last wave: {out.busy_sms_last_wave} SMs busy, "
+                f"{out.idle_sms_last_wave} idle")
+            self.sm_title.setPos(RIGHT_X, PANEL_TOP - 0.3)
+            more = "" if out.waves <= MAX_WAVE_CELLS else f" ({drawn} drawn)"
+            self.wave_title.setText(
+                f"{out.waves} wave{'s' if out.waves != 1 else ''}{more}, the last "
+                f"{100 * out.last_wave_fill:.0f}% full")
+            self.wave_title.setPos(RIGHT_X, wave_top - 0.3)
+
+        if out.waves == 0:
+            message = ("Not even one block fits on an SM.", True)
+        elif out.idle_sms_last_wave:
+            message = (f"Tail effect: in the last wave {out.idle_sms_last_wave} of "
+                       f"{out.sms} SMs have no block and wait for the other "
+                       f"{out.busy_sms_last_wave}.", True)
+        else:
+            message = (f"Every SM gets at least one block in the last wave; "
+                       f"{100 * out.tail_efficiency:.0f}% of all block slots are used.", False)
+        if self._changed("message", message):
+            self.message.show_message(*message)

@@ -1,0 +1,199 @@
+"""Figure 1.4: the memory hierarchy, size, bandwidth and latency on a log axis."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QFrame, QLabel
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, plot_widget, text_item
+from gpuviz.models.gpu_architecture import (
+    LINK_LEVELS,
+    MEMORY_LEVELS,
+    NO_MEASUREMENT,
+    QUANTITIES,
+    format_quantity,
+)
+
+# Fixed log10 axis range per quantity (bytes, bytes/s, ns), wide enough for every GPU and
+# for the value labels to the right of the bars.
+AXIS = {"size": (5.0, 13.0), "bandwidth": (10.0, 17.0), "latency": (0.0, 5.6)}
+AXIS_TITLE = {"size": "Size (whole chip)", "bandwidth": "Bandwidth",
+              "latency": "Latency of one access"}
+STATUS_TAG = {"published": "", "measured": "", "computed": "computed",
+              "estimate": "est.", "none": ""}
+BAR_HEIGHT = 0.6
+MAX_ROWS = len(MEMORY_LEVELS)
+
+
+def _paler(role: str) -> QColor:
+    """The role's colour mixed 55:45 with the background, opaque (blending translucent
+    fills costs far more to paint)."""
+    color, back = theme.color(role), QColor(theme.current().background)
+    mix = 0.55
+    return QColor(*(round(mix * a + (1 - mix) * b) for a, b in
+                    ((color.red(), back.red()), (color.green(), back.green()),
+                     (color.blue(), back.blue()))))
+
+
+class MemoryHierarchyView(FigureView):
+    def build(self) -> None:
+        self.controls.add("gpu")
+        buttons = self.controls.add("quantity", style="buttons")
+        for button in buttons.buttons.values():
+            button.setMinimumWidth(24)  # three buttons must fit the control column
+        self.controls.add("show_links")
+        self.controls.add("level")
+
+        self.plot = plot_widget()
+        item = self.plot.getPlotItem()
+        item.invertY(True)
+        item.showGrid(x=True, y=False, alpha=0.35)
+        # Room for the longest level name ("Shared memory / L1").
+        item.getAxis("left").setWidth(int(135 * theme.current().font_scale))
+        self.bars = CellGrid()  # opaque, unantialiased rectangles: cheap to repaint
+        self.bars.clicked.connect(self._on_bar)
+        item.addItem(self.bars)
+        self.labels = [text_item(anchor=(0, 0.5), bold=True) for _ in range(MAX_ROWS)]
+        for label in self.labels:
+            item.addItem(label)
+        self.plot.scene().sigMouseClicked.connect(self._on_click)
+        self.plot.setToolTip("Click a bar (or its row) to select that level")
+        self.add_plot(self.plot, 1)
+
+        self.sources = QLabel()
+        self.sources.setWordWrap(True)
+        self.sources.setTextFormat(Qt.RichText)
+        self.sources.setFrameShape(QFrame.StyledPanel)
+        self.sources.setMargin(6)
+        self.sources.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        # A fixed height spares a relayout of the whole page each time the text changes.
+        self.sources.setFixedHeight(int(self.sources.fontMetrics().lineSpacing() * 8.3 + 16))
+        self.sources.setAccessibleName("Sources of the selected level's numbers")
+        self.add_plot(self.sources, 0)
+        self._rows: list[str] = []
+        self._axis_key: tuple | None = None
+        self._shown: dict[object, object] = {}
+
+    def _changed(self, key: object, value: object) -> bool:
+        """True (and remember the value) when `value` differs from what is shown; setting
+        an unchanged text still costs a relayout, so skip it."""
+        if self._shown.get(key) == value:
+            return False
+        self._shown[key] = value
+        return True
+
+    def _on_bar(self, row: int) -> None:
+        if 0 <= row < len(self._rows):
+            self.model.set("level", self._rows[row])
+
+    def _on_click(self, event: object) -> None:
+        box = self.plot.getPlotItem().getViewBox()
+        if not box.sceneBoundingRect().contains(event.scenePos()):
+            return
+        row = round(box.mapSceneToView(event.scenePos()).y())
+        if 0 <= row < len(self._rows):
+            self.model.set("level", self._rows[row])
+
+    def _set_axes(self, quantity: str, rows: list[str]) -> None:
+        key = (quantity, tuple(rows))
+        if key == self._axis_key:
+            return
+        self._axis_key = key
+        item = self.plot.getPlotItem()
+        low, high = AXIS[quantity]
+        item.setXRange(low, high, padding=0)
+        item.setYRange(-0.6, len(rows) - 0.4, padding=0)
+        unit = "bandwidth" if quantity == "bandwidth" else quantity
+        ticks = [(float(e), format_quantity(unit, 10.0 ** e)) for e in
+                 range(math.ceil(low), math.floor(high) + 1)]
+        item.getAxis("bottom").setTicks([ticks, []])
+        labels = dict(MEMORY_LEVELS)
+        item.getAxis("left").setTicks([[(i, labels[key]) for i, key in enumerate(rows)]])
+        item.setLabel("bottom", f"{AXIS_TITLE[quantity]}, log scale (×10 per grid line)")
+
+    def refresh(self) -> None:
+        out = self.model.out
+        quantity = self.model.quantity
+        selected = self.model.level
+        rows = [level.key for level in out.levels]
+        self._rows = rows
+        self._set_axes(quantity, rows)
+        low = AXIS[quantity][0]
+
+        rects, fills, outlines = [], [], []
+        for i, level in enumerate(out.levels):
+            number = level.number(quantity)
+            label = self.labels[i]
+            label.setVisible(True)
+            if number.shown:
+                width = max(math.log10(number.value) - low, 0.0)
+                tag = STATUS_TAG[number.status]
+                text = format_quantity(quantity, number.value)
+                if self._changed(i, (text, tag, low + width)):
+                    label.setText(f"  {text}" + (f"  ({tag})" if tag else ""))
+                    label.setPos(low + width, i)
+                # Computed and estimated values are paler than published or measured ones.
+                pale = number.status not in ("published", "measured")
+            else:
+                width, pale = 0.0, False
+                why = ("links carry data between GPUs and store none"
+                       if level.key in LINK_LEVELS and quantity == "size" else NO_MEASUREMENT)
+                if self._changed(i, (why, low)):
+                    label.setText(f"  {why}")
+                    label.setPos(low, i)
+            rects.append((low, i - BAR_HEIGHT / 2, width, BAR_HEIGHT))
+            fills.append(_paler(level.kind) if pale else theme.color(level.kind))
+            outlines.append(theme.color("highlight") if level.key == selected else None)
+        for i, label in enumerate(self.labels[len(out.levels):], start=len(out.levels)):
+            label.setVisible(False)
+            self._shown.pop(i, None)
+        self.bars.set_cells(np.array(rects), fills, outlines=outlines, outline_width=2.5)
+        self._set_sources()
+        self._set_message()
+
+    def _set_sources(self) -> None:
+        level = self.model.selected()
+        if not self._changed("sources", (self.model.gpu, level.key)):
+            return
+        lines = []
+        for quantity, name in QUANTITIES:
+            number = level.number(quantity)
+            if number.shown:
+                value = format_quantity(quantity, number.value)
+                tag = f" <i>({number.status})</i>"
+            else:
+                value, tag = "—", ""
+            lines.append(f"<b>{html.escape(level.label)} {name.lower()}</b> {value}{tag}: "
+                         f"{html.escape(number.source)}")
+        self.sources.setText("<br>".join(lines))
+
+    def _say(self, text: str) -> None:
+        if self._changed("message", text):
+            self.message.show_message(text)
+
+    def _set_message(self) -> None:
+        out = self.model.out
+        if self.model.quantity == "size" and self.model.show_links:
+            self._say("NVLink and the network are links: they move data between GPUs but "
+                      "hold none, so they have no size.")
+            return
+        ratio = out.l2_over_hbm_bandwidth
+        if ratio is None:
+            self._say(
+                f"HBM holds {out.hbm_over_l2_size:,.0f}× more than L2. No published "
+                f"measurement of this GPU's L2 bandwidth was found, so L2 has no "
+                f"bandwidth bar.")
+        else:
+            l2 = next(lv for lv in out.levels if lv.key == "l2")
+            note = (" (the L2 value is an estimate)"
+                    if l2.bandwidth_bytes_s.status == "estimate" else "")
+            self._say(
+                f"HBM holds {out.hbm_over_l2_size:,.0f}× more than L2, yet L2 delivers "
+                f"{ratio:.2f}× the bandwidth of HBM{note}.")

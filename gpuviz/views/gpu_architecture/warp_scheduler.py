@@ -1,0 +1,153 @@
+"""Figure 1.2: one warp scheduler hiding memory latency by switching warps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QLabel
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, pen, plot_widget
+
+ROW_HEIGHT = 0.7
+
+
+def _swatch(role: str, alpha: int = 255) -> str:
+    color = theme.color(role, alpha)
+    return f"<span style='color:{color.name()}'>■</span>"
+
+
+class WarpSchedulerView(FigureView):
+    step_label = "Next burst"
+
+    def build(self) -> None:
+        for name in ("warps", "issue_cycles", "memory_latency"):
+            self.controls.add(name)
+
+        self.formula = QLabel()
+        self.formula.setWordWrap(True)
+        self.formula.setTextFormat(Qt.RichText)
+        self.formula.setFrameShape(QFrame.StyledPanel)
+        self.formula.setMargin(6)
+        self.formula.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        # A fixed height spares a relayout of the whole page each time the text changes.
+        self.formula.setFixedHeight(int(self.formula.fontMetrics().lineSpacing() * 4.3 + 16))
+        self.formula.setAccessibleName("Formula panel")
+        self.add_plot(self.formula, 0)
+
+        self.plot = plot_widget("Time", x_unit="cycles")
+        item = self.plot.getPlotItem()
+        item.invertY(True)
+        item.showGrid(x=True, y=False, alpha=0.25)
+        self.bars = CellGrid()
+        item.addItem(self.bars)
+        self.playhead = pg.InfiniteLine(angle=90, movable=False,
+                                        pen=pen("highlight", 1.5, Qt.DashLine))
+        item.addItem(self.playhead)
+        self.add_plot(self.plot, 1)
+        self._axes_key: tuple | None = None
+        self._segments_for = None
+        self._cached: tuple = ()
+        self._last_message: tuple | None = None
+        self._colours = [theme.color("compute"), theme.color("memory"),
+                         theme.color("neutral"), theme.color("idle")]
+
+    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every bar of the whole horizon, computed once per schedule: rectangles
+        (x0, x1, row, height) and their kind (0 issue, 1 wait, 2 queued, 3 idle)."""
+        out = self.model.out
+        if self._segments_for is out:
+            return self._cached
+        c, lat, n = out.issue_cycles, out.memory_latency, out.warps
+        starts, owners = out.starts, out.owners
+        x0, x1, rows, kinds = [], [], [], []
+        for warp in range(n):
+            mine = starts[owners == warp]
+            following = np.append(mine[1:], out.horizon)
+            ready = mine + c + lat
+            for a, b, kind in ((mine, mine + c, 0), (mine + c, ready, 1),
+                               (ready, np.maximum(following, ready), 2)):
+                x0.append(a)
+                x1.append(b)
+                rows.append(np.full(len(mine), warp, dtype=float))
+                kinds.append(np.full(len(mine), kind))
+        sched_y = n + 0.4
+        ends = starts + c
+        gap_from = np.concatenate([[0.0], ends])
+        gap_to = np.append(starts, out.horizon)
+        for a, b, kind in ((starts, ends, 0), (gap_from, gap_to, 3)):
+            x0.append(a)
+            x1.append(b)
+            rows.append(np.full(len(a), sched_y))
+            kinds.append(np.full(len(a), kind))
+        x0, x1 = np.concatenate(x0), np.minimum(np.concatenate(x1), out.horizon)
+        kinds = np.concatenate(kinds)
+        keep = x1 > x0
+        heights = np.where(kinds[keep] == 2, ROW_HEIGHT * 0.45, ROW_HEIGHT)
+        geometry = np.column_stack([x0[keep], x1[keep], np.concatenate(rows)[keep], heights])
+        self._segments_for, self._cached = out, (geometry, kinds[keep], None)
+        return self._cached
+
+    def _say(self, text: str, warn: bool) -> None:
+        if self._last_message == (text, warn):
+            return
+        # Restyling the label (show_message sets a style sheet) costs more than the rest of
+        # the refresh, so only restyle when the warning state flips.
+        if self._last_message is not None and self._last_message[1] == warn:
+            self.message.setText(text)
+        else:
+            self.message.show_message(text, warn)
+        self._last_message = (text, warn)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        n, c, lat = out.warps, out.issue_cycles, out.memory_latency
+        t = min(self.model.t, out.horizon)
+        item = self.plot.getPlotItem()
+
+        key = (n, out.horizon)
+        if key != self._axes_key:  # axes move only when the rows or the horizon change
+            self._axes_key = key
+            sched_y = n + 0.4
+            ticks = [(i, f"Warp {i + 1}") for i in range(n)] + [(sched_y, "Scheduler")]
+            item.getAxis("left").setTicks([ticks])
+            item.setYRange(-0.6, sched_y + 0.6, padding=0)
+            item.setXRange(0, out.horizon, padding=0.01)
+
+        # Draw everything up to the playhead.
+        geometry, kinds, _ = self._segments()
+        x0, x1 = geometry[:, 0], np.minimum(geometry[:, 1], t)
+        shown = x1 > x0
+        rows, heights = geometry[shown, 2], geometry[shown, 3]
+        rects = np.column_stack([x0[shown], rows - heights / 2, x1[shown] - x0[shown],
+                                 heights])
+        self.bars.set_cells(rects, [self._colours[k] for k in kinds[shown]])
+        self.playhead.setValue(t)
+        self.playhead.setVisible(t < out.horizon)
+
+        needed = out.warps_needed
+        formula_idle = 100 * out.idle_share_formula
+        if n < needed:
+            idle_text = (f"<b>Idle share</b> with n = {n} &lt; {needed}: 1 − n·c / (c + L) = "
+                         f"1 − {n}·{c} / {c + lat} = <b>{formula_idle:.1f}%</b>")
+        else:
+            idle_text = (f"<b>Idle share</b>: n = {n} ≥ {needed}, so n·c ≥ c + L and the "
+                         f"scheduler never waits: <b>0%</b>")
+        self.formula.setText(
+            f"<b>Warps needed</b> = 1 + ⌈L / c⌉ = 1 + ⌈{lat} / {c}⌉ = <b>{needed}</b>"
+            f"&nbsp;&nbsp;·&nbsp;&nbsp;{idle_text}<br>"
+            f"{_swatch('compute')}&nbsp;issuing &nbsp; {_swatch('memory')}&nbsp;waiting "
+            f"for memory &nbsp; {_swatch('neutral')}&nbsp;ready, waiting for the "
+            f"scheduler &nbsp; {_swatch('idle')}&nbsp;scheduler&nbsp;idle")
+
+        sim = 100 * out.idle_share_simulated
+        if n >= needed:
+            self._say(f"{n} warps keep the scheduler busy every cycle: while one warp waits "
+                      f"{lat} cycles, the others fill them. (Simulated idle share: "
+                      f"{sim:.1f}%.)", False)
+        else:
+            self._say(f"The scheduler is idle {sim:.1f}% of the cycles (formula "
+                      f"{formula_idle:.1f}%). Add warps: {needed} are needed to hide "
+                      f"{lat} cycles.", True)

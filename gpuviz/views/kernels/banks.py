@@ -1,0 +1,117 @@
+"""Figure 3.4: the 32 shared-memory banks, the words one warp reads, and the conflicts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.models.kernels import BANKS, TILE_ROWS, BankAccess
+
+ROWS = 33  # drawn word rows: a 32 x 33 tile fills 33 rows of 32 banks
+LABEL_WIDTH = 3.0  # room for the word address at the left of a row
+BAR_TOP = ROWS + 1.5  # bars of distinct words per bank, under the grid
+BAR_HEIGHT = 9.0
+BAR_BASE = BAR_TOP + BAR_HEIGHT
+SCALES = (2, 4, 8, 16, 32)  # the bar scale moves in steps
+CELL = 0.9  # drawn fraction of a cell
+
+
+class BankConflictView(FigureView):
+    def build(self) -> None:
+        self.controls.add("pattern")
+
+        canvas, self.box = diagram_widget()
+        # Cells may be wider than tall: the grid has to fit 33 rows above the bars.
+        self.box.setAspectLocked(False)
+        # The tile layout changes only between 32 and 33 words per row; the words the warp
+        # reads (at most 32 cells) are drawn on top by a grid of their own.
+        self.words = CellGrid()
+        self.read = CellGrid(font_size=7)
+        self.labels = CellGrid(font_size=7)
+        self.bars = CellGrid(font_size=8)
+        self._layout_width = 0
+        for item in (self.words, self.read, self.labels, self.bars):
+            self.box.addItem(item)
+
+        # Bank numbers over the grid, word addresses every fourth row.
+        header = np.column_stack([np.arange(BANKS), np.full(BANKS, -1.1),
+                                  np.full(BANKS, CELL), np.full(BANKS, 1.0)])
+        rows = np.arange(0, ROWS, 4)
+        side = np.column_stack([np.full(rows.size, -LABEL_WIDTH), rows,
+                                np.full(rows.size, LABEL_WIDTH - 0.2), np.full(rows.size, CELL)])
+        texts = [str(b) for b in range(BANKS)] + [f"w{r * BANKS}" for r in rows]
+        self.labels.set_cells(np.concatenate([header, side]), [None] * len(texts), texts=texts,
+                              text_color=theme.color("muted"))
+        self.bank_title = text_item("bank →", role="muted", size=8, anchor=(1, 0.5))
+        self.bank_title.setPos(-0.1, -0.6)
+        self.bar_title = text_item("", role="muted", size=9, anchor=(0, 0))
+        self.bar_title.setPos(0, BAR_BASE + 0.1)
+        for item in (self.bank_title, self.bar_title):
+            self.box.addItem(item)
+        self.box.setRange(xRange=(-LABEL_WIDTH, BANKS + 0.2), yRange=(-1.6, BAR_BASE + 1.8),
+                          padding=0.01)
+        self.add_plot(canvas)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        if out.row_words != self._layout_width:
+            self._layout_width = out.row_words
+            self._draw_tile(out.row_words)
+        readers: dict[int, list[int]] = {}
+        for thread, word in enumerate(out.words.tolist()):
+            readers.setdefault(word, []).append(thread)
+        words = np.array(list(readers), dtype=float)
+        read_rects = np.column_stack([words % BANKS, words // BANKS,
+                                      np.full(words.size, CELL), np.full(words.size, CELL)])
+        # A word several threads share is sent once to all of them (broadcast).
+        texts = [str(t[0]) if len(t) == 1 else "all" for t in readers.values()]
+        self.read.set_cells(read_rects, [theme.color("highlight")] * words.size, texts=texts,
+                            text_color=theme.color("text"))
+
+        scale = next(s for s in SCALES if s >= out.degree)
+        heights = BAR_HEIGHT * out.distinct_per_bank / scale
+        bar_rects = np.column_stack([np.arange(BANKS) + 0.1, BAR_BASE - heights,
+                                     np.full(BANKS, CELL - 0.2), heights])
+        hot = out.degree > 1
+        bar_fills = [theme.color("highlight" if hot and d == out.degree else "compute")
+                     for d in out.distinct_per_bank]
+        busiest = int(np.argmax(out.distinct_per_bank))
+        label_rect = [[busiest - 1, BAR_BASE - heights[busiest] - 1.2, 2 + CELL, 1.1]]
+        base_rect = [[0, BAR_BASE, BANKS - 0.1, 0.05]]
+        self.bars.set_cells(np.concatenate([bar_rects, label_rect, base_rect]),
+                            bar_fills + [None, theme.color("muted")],
+                            texts=[""] * BANKS + [str(out.degree), ""],
+                            text_color=theme.color("text"))
+        self.bar_title.setText(f"↑ distinct words per bank (scale 0 to {scale});  "
+                               "grey words: padding")
+
+        self._say(out, busiest)
+
+    def _draw_tile(self, width: int) -> None:
+        """The words of the 32-row tile shaded by tile row, padding words in grey."""
+        index = np.arange(ROWS * BANKS)
+        rects = np.column_stack([index % BANKS, index // BANKS,
+                                 np.full(index.size, CELL), np.full(index.size, CELL)])
+        tile_row, tile_col = np.divmod(index, width)
+        shades = (theme.color("compute", 90), theme.color("compute", 40))
+        padding = theme.color("neutral", 220)
+        fills = [None if r >= TILE_ROWS else (padding if c >= BANKS else shades[r % 2])
+                 for r, c in zip(tile_row.tolist(), tile_col.tolist(), strict=True)]
+        self.words.set_cells(rects, fills)
+
+    def _say(self, out: BankAccess, busiest: int) -> None:
+        if out.degree > 1:
+            self.message.show_message(
+                f"{out.degree}-way bank conflict: bank {busiest} holds {out.degree} different "
+                f"words the warp wants, so the read is split into {out.transactions} "
+                "transactions, one after the other.", warn=True)
+        elif out.broadcast:
+            self.message.show_message(
+                "Every thread reads the same word: the bank sends it once to all of them "
+                "(broadcast). One transaction, no conflict.")
+        else:
+            self.message.show_message(
+                "Each word sits in its own bank: all 32 are delivered in one transaction, "
+                "conflict-free.")

@@ -1,0 +1,152 @@
+"""Figure 3.3: one warp's global load and the 32-byte sectors it makes the GPU fetch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_value
+from gpuviz.core.plots import CellGrid, brush, diagram_widget, pen, plot_widget, text_item
+from gpuviz.models.kernels import (
+    ELEMENT_BYTES,
+    SECTOR_BYTES,
+    WARP_SIZE,
+    CoalescingModel,
+    warp_load,
+)
+
+ROW = 32  # elements drawn per row (128 bytes, four sectors)
+PER_SECTOR = SECTOR_BYTES // ELEMENT_BYTES
+SECTOR_GAP = 0.35  # extra space between sectors, so their borders show
+LABEL_WIDTH = 3.2  # room for the byte address at the left of each row
+# Rows shown move in these steps, never one by one. Past the last step the rows below are
+# left out (and said so): 32 rows of 32 boxes would be too small to read.
+ROW_STEPS = (2, 4, 8)
+STRIDE_MAX = int(CoalescingModel.parameter("stride").maximum)
+STRIDES = np.arange(1, STRIDE_MAX + 1)
+WIDTH = ROW + (ROW // PER_SECTOR - 1) * SECTOR_GAP
+
+
+def _element_x(column: np.ndarray) -> np.ndarray:
+    return column + (column // PER_SECTOR) * SECTOR_GAP
+
+
+class CoalescingView(FigureView):
+    def build(self) -> None:
+        self.controls.add("pattern")
+        self.controls.add("stride")
+
+        canvas, self.box = diagram_widget()
+        self.elements = CellGrid(font_size=7)
+        self.sectors = CellGrid()
+        self.labels = CellGrid(font_size=7)
+        for item in (self.elements, self.sectors, self.labels):
+            self.box.addItem(item)
+        self.title = text_item(anchor=(0, 1), bold=True)
+        self.title.setPos(0, -0.15)
+        self.key = text_item("solid: read by thread n    pale: fetched, unused\n"
+                             "magenta frame: one 32-byte sector fetched", role="muted",
+                             size=9, anchor=(0, 0))
+        self.more = text_item(role="highlight", size=9, anchor=(0, 0))
+        self.box.addItem(self.more)
+        self.box.addItem(self.title)
+        self.box.addItem(self.key)
+
+        # Sectors per warp load for every stride, the current one marked.
+        self.sweep_plot = plot_widget("Stride (elements)", "Sectors per warp load")
+        item = self.sweep_plot.getPlotItem()
+        item.setXRange(0.5, STRIDE_MAX + 0.5, padding=0)
+        item.setYRange(0, WARP_SIZE + 6, padding=0)
+        self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=0.7,
+                                     brush=brush("memory_light", 170), pen=pen("memory_light", 1))
+        item.addItem(self.sweep)
+        self.current = pg.BarGraphItem(x=[1], height=[0], width=0.7, brush=brush("memory"),
+                                       pen=pen("highlight", 2))
+        item.addItem(self.current)
+        self.current_label = text_item(anchor=(0.5, 1), bold=True)
+        item.addItem(self.current_label)
+        self.add_plot(canvas, 3)
+        self.add_plot(self.sweep_plot, 2)
+        self._rows = 0
+        self._sweep_offset = -1
+
+    def refresh(self) -> None:
+        out = self.model.out
+        last = int(out.elements.max())
+        needed = last // ROW + 1
+        rows = next((r for r in ROW_STEPS if r >= needed), ROW_STEPS[-1])
+        count = rows * ROW
+        drawn = out.elements < count
+        drawn_sectors = out.sectors[out.sectors * PER_SECTOR < count]
+
+        index = np.arange(count)
+        rects = np.empty((count, 4))
+        rects[:, 0] = _element_x(index % ROW)
+        rects[:, 1] = index // ROW
+        rects[:, 2:] = 0.9
+        fetched = np.zeros(count, dtype=bool)
+        for sector in drawn_sectors:
+            start = sector * PER_SECTOR
+            fetched[start:start + PER_SECTOR] = True
+        thread_of = np.full(count, -1)
+        thread_of[out.elements[drawn]] = np.arange(WARP_SIZE)[drawn]
+        solid, pale, idle = (theme.color("memory"), theme.color("memory_light", 150),
+                             theme.color("neutral", 45))
+        fills = [solid if t >= 0 else (pale if f else idle)
+                 for t, f in zip(thread_of, fetched, strict=True)]
+        texts = [str(t) if t >= 0 else "" for t in thread_of]
+        self.elements.set_cells(rects, fills, texts=texts, text_color=theme.color("text"))
+
+        sector_rects = np.empty((drawn_sectors.size, 4))
+        start = drawn_sectors * PER_SECTOR
+        sector_rects[:, 0] = _element_x(start % ROW) - 0.08
+        sector_rects[:, 1] = start // ROW - 0.08
+        sector_rects[:, 2] = PER_SECTOR - 0.1 + 0.16
+        sector_rects[:, 3] = 0.9 + 0.16
+        self.sectors.set_cells(sector_rects, [None] * drawn_sectors.size,
+                               outlines=[theme.color("highlight")] * drawn_sectors.size,
+                               outline_width=2.5)
+
+        if rows != self._rows:
+            # The row addresses and the view range change only with the number of rows.
+            self._rows = rows
+            label_rects = np.column_stack([np.full(rows, -LABEL_WIDTH), np.arange(rows),
+                                           np.full(rows, LABEL_WIDTH - 0.3), np.full(rows, 0.9)])
+            every = 1 if rows <= ROW_STEPS[2] else 4
+            self.labels.set_cells(label_rects, [None] * rows,
+                                  texts=[f"{r * ROW * ELEMENT_BYTES} B" if r % every == 0
+                                         else "" for r in range(rows)],
+                                  text_color=theme.color("muted"))
+            self.key.setPos(0, rows + 0.3)
+            self.more.setPos(0, rows + 2.1)
+            self.box.setRange(xRange=(-LABEL_WIDTH, WIDTH + 0.2), yRange=(-1.4, rows + 3.2),
+                              padding=0.02)
+        hidden = int(np.count_nonzero(~drawn))
+        self.more.setText(
+            f"Not drawn: {needed - rows} more rows like these, holding threads "
+            f"{WARP_SIZE - hidden}–{WARP_SIZE - 1} and {out.sectors.size - drawn_sectors.size} "
+            "more fetched sectors" if hidden else "")
+
+        offset = self.model.offset
+        if offset != self._sweep_offset:
+            self._sweep_offset = offset
+            self.sweep.setOpts(height=[warp_load(int(s), offset).sectors.size for s in STRIDES])
+        sectors = int(out.sectors.size)
+        self.current.setOpts(x=[self.model.stride], height=[sectors])
+        self.current_label.setText(str(sectors))
+        self.current_label.setPos(self.model.stride, sectors + 2)
+        self.title.setText(f"{sectors} sectors: {format_value(out.bytes_fetched, 'B')} fetched "
+                           f"for {format_value(out.bytes_used, 'B')} used "
+                           f"({format_value(100 * out.efficiency, '%')})")
+        wasted = out.bytes_fetched - out.bytes_used
+        if sectors <= out.ideal_sectors:
+            self.message.show_message(
+                f"Coalesced: the warp's {out.bytes_used} B come in {sectors} sectors and "
+                "every fetched byte is used.")
+        else:
+            self.message.show_message(
+                f"{sectors} sectors where {out.ideal_sectors} would do: "
+                f"{format_value(wasted, 'B')} of the {format_value(out.bytes_fetched, 'B')} "
+                "fetched are thrown away.", warn=out.efficiency < 0.5)

@@ -1,0 +1,198 @@
+"""Figure 3.2: a tiled matmul, stepped one tile load at a time, and the shared-memory
+budget of full-size tiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_value
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.models.kernels import KB, TiledMatmul
+
+SIDE = 8.0  # data units of one matrix side, whatever N is, so the diagram never rescales
+GAP = 1.6  # between the matrices, room for their titles
+CELL_GAP = 0.08  # fraction of a cell left empty around it
+BAR_Y = 0.1
+SHARED_RANGE_KB = 280.0
+SMALL_FONT = 5.5  # point size of the read counters when N is large
+SMALL_FONT_FROM_N = 16  # fixed x range of the bar; bigger needs are clipped and marked
+
+
+def _square_rects(x0: float, y0: float, count: int) -> np.ndarray:
+    """Rects of `count` x `count` equal squares (cells or tiles) filling one matrix."""
+    size = SIDE / count
+    index = np.arange(count * count)
+    rects = np.empty((index.size, 4))
+    rects[:, 0] = x0 + (index % count) * size
+    rects[:, 1] = y0 + (index // count) * size
+    rects[:, 2:] = size
+    return rects
+
+
+class TiledMatmulView(FigureView):
+    step_label = "Next step"
+
+    def build(self) -> None:
+        self.controls.add("matrix_size")
+        self.controls.add("tile_size")
+        self.jump = QPushButton("Jump to end")
+        self.jump.setToolTip("Run every remaining step: all output tiles done")
+        self.jump.setAccessibleName("Jump to end")
+        self.jump.clicked.connect(self.model.finish)
+        self.controls.add_widget(self.jump)
+        self.controls.add("full_tile")
+        self.controls.add("gpu")
+
+        canvas, self.box = diagram_widget()
+        # Two grids that differ only in font size: the small one serves the biggest N.
+        self.cells = CellGrid(font_size=8)
+        self.small_cells = CellGrid(font_size=SMALL_FONT)
+        self.tile_lines = CellGrid()
+        self.loaded = CellGrid()
+        for item in (self.cells, self.small_cells, self.tile_lines, self.loaded):
+            self.box.addItem(item)
+        origin_b = (SIDE + GAP, 0.0)
+        origin_a = (0.0, SIDE + GAP)
+        origin_c = (SIDE + GAP, SIDE + GAP)
+        self.origins = {"a": origin_a, "b": origin_b, "c": origin_c}
+        self.title_b = text_item("B: HBM reads", bold=True, anchor=(0, 1))
+        self.title_b.setPos(origin_b[0], origin_b[1] - 0.05)
+        self.title_a = text_item("A: HBM reads", bold=True, anchor=(0, 1))
+        self.title_a.setPos(origin_a[0], origin_a[1] - 0.05)
+        self.title_c = text_item("", bold=True, anchor=(0, 1))
+        self.title_c.setPos(origin_c[0], origin_c[1] - 0.05)
+        self.legend = text_item("magenta: in shared memory\nyellow: C on chip\n"
+                                "blue: C written", role="muted", size=8, anchor=(0, 0))
+        self.legend.setPos(0.0, 0.0)
+        for item in (self.title_a, self.title_b, self.title_c, self.legend):
+            self.box.addItem(item)
+        self.box.setRange(xRange=(-0.2, 2 * SIDE + GAP + 0.2),
+                          yRange=(-0.9, 2 * SIDE + GAP + 0.2), padding=0)
+        self.add_plot(canvas, 4)
+
+        self.bar_plot = plot_widget("Shared memory per block for two bf16 tiles (KB)")
+        item = self.bar_plot.getPlotItem()
+        item.setXRange(0, SHARED_RANGE_KB, padding=0.01)
+        item.setYRange(-1.0, 1.0, padding=0)
+        item.getAxis("left").setTicks([[(BAR_Y, "4T²")]])
+        item.showGrid(x=True, y=False, alpha=0.25)
+        self.bar = pg.BarGraphItem(x0=[0.0], y=[BAR_Y], width=[1.0], height=0.6)
+        item.addItem(self.bar)
+        self.bar_label = text_item(anchor=(0, 0.5), bold=True)
+        item.addItem(self.bar_label)
+        self.default_line = pg.InfiniteLine(
+            angle=90, movable=False, pen=pen("text", 1.5, Qt.DashLine), label="default",
+            labelOpts={"position": 0.12, "color": theme.color("text"),
+                       "anchors": [(0, 0.5), (0, 0.5)]})
+        self.opt_in_line = pg.InfiniteLine(
+            angle=90, movable=False, pen=pen("highlight", 1.5), label="opt-in limit",
+            labelOpts={"position": 0.12, "color": theme.color("highlight"),
+                       "anchors": [(1, 0.5), (1, 0.5)]})
+        item.addItem(self.default_line)
+        item.addItem(self.opt_in_line)
+        self.bar_plot.setMinimumHeight(130)
+        self.add_plot(self.bar_plot, 1)
+        self._drawn_state: tuple[int, int, int] | None = None
+
+    def refresh(self) -> None:
+        out = self.model.out
+        # The matrices change only with the step and the tiling; the full-size tile slider
+        # and the GPU only move the shared-memory bar.
+        state = (out.n, out.t, out.steps)
+        if state != self._drawn_state:
+            self._drawn_state = state
+            self._draw_matrices(out)
+        self._draw_shared_memory()
+
+    def _draw_matrices(self, out: TiledMatmul) -> None:
+        n, m = out.n, out.tiles
+        muted = theme.color("neutral", 60)
+        # Stronger orange the more often an element was read; grey while never read.
+        shades = [muted] + [theme.color("memory", 70 + int(150 * r / m))
+                            for r in range(1, m + 1)]
+        numbers = [str(r) for r in range(m + 1)]
+
+        rects, fills, texts = [], [], []
+        for key, reads in (("a", out.reads_a), ("b", out.reads_b)):
+            rects.append(_square_rects(*self.origins[key], n))
+            levels = reads.ravel().tolist()
+            fills.extend(shades[r] for r in levels)
+            texts.extend(numbers[r] for r in levels)
+        rects.append(_square_rects(*self.origins["c"], n))
+        c_tiles = np.where(out.c_done, 1, 0)
+        if out.current_c is not None:
+            c_tiles[out.current_c] = 2
+        c_cells = np.kron(c_tiles, np.ones((out.t, out.t), dtype=int)).ravel()
+        c_colors = (muted, theme.color("compute", 170), theme.color("onchip", 220))
+        fills.extend(c_colors[v] for v in c_cells)
+        texts.extend([""] * c_cells.size)
+        all_rects = np.concatenate(rects)
+        inset = all_rects[:, 2:3] * CELL_GAP / 2
+        all_rects[:, :2] += inset
+        all_rects[:, 2:] -= 2 * inset
+        shown, hidden = ((self.small_cells, self.cells) if n >= SMALL_FONT_FROM_N
+                         else (self.cells, self.small_cells))
+        shown.set_cells(all_rects, fills, texts=texts, text_color=theme.color("text"))
+        hidden.set_cells(np.empty((0, 4)), [])
+
+        tile_rects = np.concatenate([_square_rects(*self.origins[k], m) for k in "abc"])
+        self.tile_lines.set_cells(tile_rects, [None] * len(tile_rects),
+                                  outlines=[theme.color("muted")] * len(tile_rects),
+                                  outline_width=1.0)
+
+        if out.current_c is not None:
+            i, j = out.current_c
+            k = out.current_k
+            size = SIDE / m
+            ax, ay = self.origins["a"]
+            bx, by = self.origins["b"]
+            cx, cy = self.origins["c"]
+            loaded = np.array([[ax + k * size, ay + i * size, size, size],
+                               [bx + j * size, by + k * size, size, size],
+                               [cx + j * size, cy + i * size, size, size]])
+            colors = [theme.color("highlight")] * 2 + [theme.color("onchip")]
+        else:
+            loaded, colors = np.empty((0, 4)), []
+        self.loaded.set_cells(loaded, [None] * len(colors), outlines=colors, outline_width=3.5)
+
+        self.title_c.setText(f"C = A·B: step {out.steps} of {out.total_steps}")
+
+    def _draw_shared_memory(self) -> None:
+        m = self.model.out.tiles
+        need, default_limit, opt_in_limit = self.model.shared_memory()
+        need_kb = need / KB
+        over = need > opt_in_limit
+        role = "highlight" if over else "onchip"
+        shown = min(need_kb, SHARED_RANGE_KB)
+        self.bar.setOpts(width=[max(shown, 0.5)], brushes=[theme.color(role)],
+                         pens=[theme.color(role)])
+        marker = " ▸" if need_kb > SHARED_RANGE_KB else ""
+        self.bar_label.setText(f" T = {self.model.full_tile}: {format_value(need_kb, 'KB')}"
+                               f"{marker}")
+        self.bar_label.setPos(0, BAR_Y + 0.55)
+        self.default_line.setPos(default_limit / KB)
+        self.opt_in_line.setPos(opt_in_limit / KB)
+        self.default_line.label.setFormat(f"default {format_value(default_limit / KB, 'KB')}")
+        self.opt_in_line.label.setFormat(f"opt-in {format_value(opt_in_limit / KB, 'KB')}")
+
+        tile = self.model.full_tile
+        if over:
+            self.message.show_message(
+                f"Two {tile}×{tile} bf16 tiles need {format_value(need_kb, 'KB')}, more than "
+                f"the {format_value(opt_in_limit / KB, 'KB')} one block may use: this kernel "
+                "cannot launch.", warn=True)
+        elif need > default_limit:
+            self.message.show_message(
+                f"{format_value(need_kb, 'KB')} is above the "
+                f"{format_value(default_limit / KB, 'KB')} default, so the kernel must opt in "
+                "(cudaFuncSetAttribute) to get it.")
+        else:
+            self.message.show_message(
+                f"Each element of A and B leaves HBM N/T = {m} times over the whole kernel; "
+                f"{format_value(need_kb, 'KB')} of shared memory for T = {tile} fits the "
+                "default limit.")

@@ -1,0 +1,1 @@
+"""Lesson 2 figures: roofline, matmul batch, layer ops, calculator."""

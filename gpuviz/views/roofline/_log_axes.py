@@ -1,0 +1,68 @@
+"""Log-log axes drawn in log10 data coordinates, shared by the lesson 2 views.
+
+The plots hold log10 values and label the ticks with the plain numbers, so points can be
+dragged, labelled and hit-tested in one linear coordinate system.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+
+SUFFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""))
+
+
+def decade_label(exponent: int, unit: str = "") -> str:
+    """10^exponent as short text: 0.01, 1, 100, 10k, 1 G (with a unit prefix)."""
+    if exponent < 0:
+        return f"{10.0 ** exponent:g}"
+    for power, suffix in SUFFIXES:
+        if exponent >= power:
+            number = f"{10 ** (exponent - power):d}"
+            if unit:
+                return f"{number} {suffix}{unit}"
+            return f"{number}{suffix}"
+    return str(10 ** exponent)
+
+
+def set_log_ticks(axis: pg.AxisItem, low: float, high: float, unit: str = "") -> None:
+    """Major ticks at every decade between low and high (log10 values), minor ticks at
+    2..9 times each decade."""
+    major = [(float(k), decade_label(k, unit)) for k in range(math.ceil(low),
+                                                               math.floor(high) + 1)]
+    minor = [(k + math.log10(m), "") for k in range(math.floor(low), math.ceil(high))
+             for m in range(2, 10) if low <= k + math.log10(m) <= high]
+    axis.setTicks([major, minor])
+
+
+def safe_log10(value: float, floor: float = -30.0) -> float:
+    return math.log10(value) if value > 0 else floor
+
+
+TIME_NAMES = ((0, "s"), (-3, "ms"), (-6, "µs"), (-9, "ns"), (-12, "ps"))
+
+
+def time_label(exponent: int) -> str:
+    """10^exponent seconds as text: 1 µs, 10 µs, 100 µs, 1 ms."""
+    for power, unit in TIME_NAMES:
+        if exponent >= power:
+            return f"{10 ** (exponent - power):d} {unit}"
+    return f"1e{exponent} s"
+
+
+def set_time_ticks(axis: pg.AxisItem, low: float, high: float) -> None:
+    major = [(float(k), time_label(k)) for k in range(math.ceil(low), math.floor(high) + 1)]
+    axis.setTicks([major, []])
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at or above value (axis limits that
+    move in steps, so the axis does not jitter while a slider moves)."""
+    if not value > 0 or not math.isfinite(value):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    for step in (1.0, 2.0, 5.0, 10.0):
+        if step * power >= value * (1 - 1e-12):
+            return step * power
+    return 10.0 * power

@@ -1,0 +1,129 @@
+"""Figure 2.4: the four-step roofline calculator with three what-ifs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_value
+from gpuviz.core.plots import CellGrid, pen, plot_widget, text_item
+from gpuviz.data.hardware import gpu
+from gpuviz.models.roofline import si_text, time_text
+from gpuviz.views.roofline._log_axes import nice_ceiling
+
+BAR_HEIGHT = 0.6
+WHAT_IF_ROLES = ("neutral", "memory", "compute")  # faster GPU, half bytes, 2x FLOP/s
+SPEEDUP_MIN_AXIS = 2.5
+
+
+class CalculatorView(FigureView):
+    def build(self) -> None:
+        self.controls.add("op")
+        self.controls.add("flops", style="entry")
+        self.controls.add("bytes_moved", style="entry")
+        self.controls.add("gpu")
+        self.controls.add("faster_gpu")
+
+        self.steps = QLabel()
+        self.steps.setTextFormat(Qt.RichText)
+        self.steps.setWordWrap(True)
+        self.steps.setAccessibleName("The four steps")
+        self.add_plot(self.steps, 0)
+
+        self.time_plot = plot_widget("Time", x_unit="s")
+        item = self.time_plot.getPlotItem()
+        item.invertY(True)
+        item.showGrid(x=True, y=False, alpha=0.25)
+        item.setYRange(-0.6, 1.6, padding=0)
+        item.getAxis("left").setTicks([[(0, "Compute time"), (1, "Memory time")], []])
+        self.time_bars = CellGrid()
+        item.addItem(self.time_bars)
+        self.time_labels = [text_item(size=10, bold=True, anchor=(0, 0.5)) for _ in range(2)]
+        for label in self.time_labels:
+            item.addItem(label)
+        self._time_max = 0.0
+        self.add_plot(self.time_plot, 2)
+
+        self.gain_plot = plot_widget("Speed-up (time before / time after)")
+        gitem = self.gain_plot.getPlotItem()
+        gitem.invertY(True)
+        gitem.showGrid(x=True, y=False, alpha=0.25)
+        gitem.setYRange(-0.6, 2.6, padding=0)
+        self.gain_bars = CellGrid()
+        gitem.addItem(self.gain_bars)
+        self.one_line = pg.PlotDataItem(pen=pen("text", 1.5, Qt.DashLine))
+        gitem.addItem(self.one_line)
+        self.gain_labels = [text_item(size=10, bold=True, anchor=(0, 0.5)) for _ in range(3)]
+        for label in self.gain_labels:
+            gitem.addItem(label)
+        self._gain_max = 0.0
+        self._gain_ticks: tuple[str, ...] = ()
+        self.add_plot(self.gain_plot, 2)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        t = out.time
+        roof = out.roof
+        times = np.array([t.compute, t.memory])
+        top = nice_ceiling(times.max() * 1.35)
+        if top != self._time_max:
+            self._time_max = top
+            self.time_plot.getPlotItem().setXRange(0, top, padding=0)
+        bound_index = 0 if t.bound == "compute" else 1
+        rects = np.column_stack([np.zeros(2), np.arange(2) - BAR_HEIGHT / 2,
+                                 np.maximum(times, top * 1e-3), np.full(2, BAR_HEIGHT)])
+        self.time_bars.set_cells(
+            rects, [theme.color("compute"), theme.color("memory")],
+            [theme.color("highlight") if i == bound_index else None for i in range(2)],
+            outline_width=3.0)
+        for i, label in enumerate(self.time_labels):
+            suffix = "  ← the bound" if i == bound_index else ""
+            label.setText(" " + time_text(times[i]) + suffix)
+            label.setPos(float(rects[i, 2]), float(i))
+            label.setColor(theme.color("highlight" if i == bound_index else "text"))
+
+        gains = np.array([w.speedup for w in out.what_ifs])
+        top_gain = max(SPEEDUP_MIN_AXIS, nice_ceiling(gains.max() * 1.3))
+        gitem = self.gain_plot.getPlotItem()
+        if top_gain != self._gain_max:
+            self._gain_max = top_gain
+            gitem.setXRange(0, top_gain, padding=0)
+        names = tuple(w.label for w in out.what_ifs)
+        if names != self._gain_ticks:
+            self._gain_ticks = names
+            gitem.getAxis("left").setTicks([[(i, n) for i, n in enumerate(names)], []])
+        grects = np.column_stack([np.zeros(3), np.arange(3) - BAR_HEIGHT / 2, gains,
+                                  np.full(3, BAR_HEIGHT)])
+        self.gain_bars.set_cells(grects, [theme.color(r) for r in WHAT_IF_ROLES])
+        self.one_line.setData([1, 1], [-0.6, 2.6])
+        for i, (label, w) in enumerate(zip(self.gain_labels, out.what_ifs, strict=True)):
+            label.setText(f" {w.speedup:.2f}× ({time_text(w.time)})")
+            label.setPos(float(gains[i]), float(i))
+
+        g = gpu(self.model.gpu)
+        self.steps.setText(
+            f"<b>1.</b> Work {si_text(out.flops, 'FLOP')}, traffic {si_text(out.bytes, 'B')}"
+            f" → intensity {format_value(out.intensity, 'FLOP/B')} (ridge of the {g.short_name}: "
+            f"{roof.ridge:,.0f})<br>"
+            f"<b>2.</b> Compute time = FLOPs / {roof.peak / 1e12:,.1f} TFLOP/s = "
+            f"{time_text(t.compute)}<br>"
+            f"<b>3.</b> Memory time = bytes / {roof.bandwidth / 1e12:,.2f} TB/s = "
+            f"{time_text(t.memory)}<br>"
+            f"<b>4.</b> Time = the larger = <b>{time_text(t.time)}</b>, "
+            f"{t.bound}-bound")
+        if out.other_gpu is None:
+            self.message.show_message(
+                f"The {g.short_name} is the last GPU in the list: pick another one under "
+                "Faster GPU to compare.", warn=True)
+        elif t.bound == "memory":
+            self.message.show_message(
+                "Memory-bound: twice the FLOP/s buys nothing; only fewer bytes or more "
+                "bandwidth help.")
+        else:
+            self.message.show_message(
+                "Compute-bound: halving the bytes buys nothing; only more FLOP/s (or fewer "
+                "FLOPs) helps.")

@@ -1,0 +1,81 @@
+"""Figure 2.3: the kernels of a single transformer layer as roofline-time bars."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, plot_widget, text_item
+from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
+from gpuviz.views.roofline._log_axes import nice_ceiling
+
+BAR_HEIGHT = 0.7
+LABEL_ROOM = 1.3  # the axis reaches this far past the longest bar, for its time label
+
+
+class LayerOpsView(FigureView):
+    def build(self) -> None:
+        self.controls.add("preset")
+        self.controls.add("gpu")
+        self.controls.add("phase", style="buttons")
+        self.controls.add("batch_size")
+        self.controls.add("context")
+        self.controls.add("attention", style="buttons")
+        self.controls.add("fused_attention")
+        self.controls.add("selected_op")
+
+        self.plot = plot_widget("Roofline time of each kernel", x_unit="s")
+        item = self.plot.getPlotItem()
+        item.invertY(True)
+        item.showGrid(x=True, y=False, alpha=0.25)
+        self.bars = CellGrid()
+        self.bars.clicked.connect(self._on_click)
+        item.addItem(self.bars)
+        self.time_labels = [text_item(size=8, anchor=(0, 0.5)) for _ in LAYER_OPS]
+        for label in self.time_labels:
+            item.addItem(label)
+        self.legend = text_item(size=9, anchor=(1, 0))
+        item.addItem(self.legend)
+        self._ticks: tuple[str, ...] = ()
+        self._x_max = 0.0
+        self.add_plot(self.plot)
+
+    def _on_click(self, index: int) -> None:
+        ops = self.model.out.ops
+        if 0 <= index < len(ops):
+            self.model.set("selected_op", ops[index].name)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        n = len(out.ops)
+        item = self.plot.getPlotItem()
+        labels = tuple(op.label for op in out.ops)
+        if labels != self._ticks:
+            self._ticks = labels
+            item.getAxis("left").setTicks([[(i, text) for i, text in enumerate(labels)], []])
+            item.setYRange(-0.6, n - 0.4, padding=0)
+        times = np.array([t.time for t in out.times])
+        x_max = nice_ceiling(times.max() * LABEL_ROOM)
+        if x_max != self._x_max:
+            self._x_max = x_max
+            item.setXRange(0, x_max, padding=0)
+        rects = np.column_stack([np.zeros(n), np.arange(n) - BAR_HEIGHT / 2,
+                                 np.maximum(times, x_max * 1e-3), np.full(n, BAR_HEIGHT)])
+        fills = [theme.color("compute" if t.bound == COMPUTE else "memory") for t in out.times]
+        outlines = [theme.color("highlight") if i == out.selected else None for i in range(n)]
+        self.bars.set_cells(rects, fills, outlines, outline_width=3.0)
+        for i, label in enumerate(self.time_labels):
+            if i < n:
+                label.setText(" " + time_text(times[i]))
+                label.setPos(float(rects[i, 2]), float(i))
+                label.setColor(theme.color("highlight" if i == out.selected else "text"))
+            else:
+                label.setText("")
+        self.legend.setHtml(
+            f"<span style='color:{theme.color('compute').name()}'>■ compute-bound</span>"
+            f"&nbsp;&nbsp;<span style='color:{theme.color('memory').name()}'>"
+            f"■ memory-bound</span>")
+        self.legend.setPos(x_max, n - 0.4 - 0.05 * n)
+        text, warn = self.model.message()
+        self.message.show_message(text, warn)

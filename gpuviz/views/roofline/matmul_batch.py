@@ -1,0 +1,164 @@
+"""Figure 2.2: at what batch does a (B x d) @ (d x d) matmul become compute-bound?"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import pen, plot_widget, text_item
+from gpuviz.core.widgets import PredictReveal
+from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
+from gpuviz.views.roofline._log_axes import set_log_ticks, set_time_ticks
+
+X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
+Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B
+
+
+def _hline(x: tuple[float, float], y: float) -> tuple[list[float], list[float]]:
+    return [x[0], x[1]], [y, y]
+
+
+class MatmulBatchView(FigureView):
+    def build(self) -> None:
+        for name in ("gpu", "width", "batch_size"):
+            self.controls.add(name)
+        self.predict = PredictReveal(self.model, "guess_batch", "revealed",
+                                     self.model.answer_text)
+        self.controls.add_widget(self.predict)
+
+        self.plot = plot_widget("Batch B (tokens, log scale)",
+                                "Intensity (FLOP/B)")
+        item = self.plot.getPlotItem()
+        item.setXRange(*X_RANGE, padding=0)
+        item.setYRange(*Y_RANGE, padding=0)
+        set_log_ticks(item.getAxis("bottom"), *X_RANGE)
+        set_log_ticks(item.getAxis("left"), *Y_RANGE)
+        self.ceiling = pg.PlotDataItem(pen=pen("neutral", 2.0, Qt.DashLine))
+        self.ridge = pg.PlotDataItem(pen=pen("compute", 2.5))
+        self.curve = pg.PlotDataItem(pen=pen("text", 2.5))
+        self.guess_line = pg.PlotDataItem(pen=pen("neutral", 1.5, Qt.DotLine))
+        self.answer_line = pg.PlotDataItem(pen=pen("highlight", 2.0))
+        self.marker = pg.ScatterPlotItem(size=14)
+        for part in (self.ceiling, self.ridge, self.curve, self.guess_line, self.answer_line,
+                     self.marker):
+            item.addItem(part)
+        self.ceiling_label = text_item(role="text", size=9, anchor=(0, 1.05))
+        self.ridge_label = text_item(role="compute", size=9, bold=True, anchor=(1, 1.05))
+        self.guess_label = text_item(role="text", size=9, anchor=(-0.05, 0))
+        self.answer_label = text_item(role="highlight", size=9, bold=True, anchor=(-0.05, 1))
+        for label in (self.ceiling_label, self.ridge_label, self.guess_label,
+                      self.answer_label):
+            item.addItem(label)
+        self.add_plot(self.plot, 3)
+
+        self.time_plot = plot_widget("Batch B (tokens, log scale)", "Time")
+        titem = self.time_plot.getPlotItem()
+        titem.setXRange(*X_RANGE, padding=0)
+        set_log_ticks(titem.getAxis("bottom"), *X_RANGE)
+        self.memory_time = pg.PlotDataItem(pen=pen("memory", 2.5), name="memory time")
+        self.compute_time = pg.PlotDataItem(pen=pen("compute", 2.5), name="compute time")
+        self.time_marker = pg.ScatterPlotItem(size=12)
+        for part in (self.memory_time, self.compute_time, self.time_marker):
+            titem.addItem(part)
+        self.memory_time_label = text_item("memory time", role="memory", size=9,
+                                           anchor=(0, 1.05))
+        self.compute_time_label = text_item("compute time", role="compute", size=9,
+                                            anchor=(0, 1.05))
+        titem.addItem(self.memory_time_label)
+        titem.addItem(self.compute_time_label)
+        self._time_range: tuple[int, int] | None = None
+        self.add_plot(self.time_plot, 2)
+
+        self.table = QLabel()
+        self.table.setTextFormat(Qt.RichText)
+        self.table.setAccessibleName("Work and time for several batch sizes")
+        self.add_plot(self.table, 0)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        row = out.row
+        roof = out.roof
+        log_b = np.log10(out.curve_batch)
+        self.curve.setData(log_b, np.log10(out.curve_intensity))
+        log_ceiling = math.log10(out.ceiling)
+        log_ridge = math.log10(roof.ridge)
+        self.ceiling.setData(*_hline(X_RANGE, log_ceiling))
+        self.ridge.setData(*_hline(X_RANGE, log_ridge))
+        self.ceiling_label.setText(f"ceiling d/2 = {out.ceiling:,.0f} FLOP/B")
+        self.ceiling_label.setPos(X_RANGE[0] + 0.05, log_ceiling)
+        self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
+        self.ridge_label.setPos(X_RANGE[1] - 0.05, log_ridge)
+        if log_ceiling < log_ridge:  # keep the two labels apart
+            self.ceiling_label.setAnchor((0, -0.05))
+        else:
+            self.ceiling_label.setAnchor((0, 1.05))
+        x = math.log10(row.batch)
+        role = "compute" if row.time.bound == COMPUTE else "memory"
+        self.marker.setData([x], [math.log10(row.intensity)], brush=[theme.color(role)],
+                            pen=[pg.mkPen(theme.color("text"), width=1.5)])
+
+        guess = math.log10(self.model.guess_batch)
+        self.guess_line.setData([guess, guess], [Y_RANGE[0], Y_RANGE[1]])
+        self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
+        self.guess_label.setPos(guess, Y_RANGE[1] - 0.05)
+        shown = self.model.revealed and math.isfinite(out.b_star)
+        if shown:
+            bx = math.log10(out.b_star)
+            self.answer_line.setData([bx, bx], [Y_RANGE[0], log_ridge])
+            self.answer_label.setText(f"B* = {out.b_star:,.0f}")
+            self.answer_label.setPos(bx, Y_RANGE[0] + 0.05)
+        else:
+            self.answer_line.setData([], [])
+            self.answer_label.setText("")
+
+        self.memory_time.setData(log_b, np.log10(out.curve_memory))
+        self.compute_time.setData(log_b, np.log10(out.curve_compute))
+        self.time_marker.setData([x], [math.log10(row.time.time)], brush=[theme.color(role)],
+                                 pen=[pg.mkPen(theme.color("text"), width=1.5)])
+        low = math.floor(math.log10(min(out.curve_memory[0], out.curve_compute[0])))
+        high = math.ceil(math.log10(max(out.curve_memory[-1], out.curve_compute[-1])))
+        if self._time_range != (low, high):  # moves only with d and the GPU, in decades
+            self._time_range = (low, high)
+            titem = self.time_plot.getPlotItem()
+            titem.setYRange(low, high, padding=0)
+            set_time_ticks(titem.getAxis("left"), low, high)
+        self.memory_time_label.setPos(X_RANGE[0] + 0.05, math.log10(out.curve_memory[0]))
+        self.compute_time_label.setPos(X_RANGE[0] + 0.05, math.log10(out.curve_compute[0]))
+
+        self.table.setText(self._table_html())
+        self.predict.sync()
+        if math.isinf(out.b_star) and self.model.revealed:
+            self.message.show_message(
+                f"The ceiling d/2 = {out.ceiling:,.0f} FLOP/B lies below the ridge: no batch "
+                "is large enough to make this matmul compute-bound.", warn=True)
+        else:
+            self.message.show_message(
+                f"B = {row.batch:,}: {row.intensity:,.1f} FLOP/B, "
+                f"{row.time.bound}-bound, {time_text(row.time.time)}.")
+
+    def _table_html(self) -> str:
+        out = self.model.out
+        first = out.table[0]
+        text = theme.color("text").name()
+        muted = theme.color("muted").name()
+        cells = ["B", "Work", "Bytes", "FLOP/B", "Time", "Time × (B=1)", "Bound"]
+        head = "".join(f"<th align='right' style='padding:0 6px;color:{muted}'>{c}</th>"
+                       for c in cells)
+        rows = []
+        for r in (*out.table, out.row):
+            current = r is out.row
+            color = theme.color("highlight").name() if current else text
+            values = [f"{r.batch:,}" + (" (now)" if current else ""), si_text(r.flops, "FLOP"),
+                      si_text(r.bytes, "B"),
+                      f"{r.intensity:,.1f}", time_text(r.time.time),
+                      f"{r.time.time / first.time.time:,.2f}×", r.time.bound]
+            rows.append("<tr>" + "".join(
+                f"<td align='right' style='padding:0 6px;color:{color}'>{v}</td>"
+                for v in values) + "</tr>")
+        return f"<table cellspacing='0'><tr>{head}</tr>{''.join(rows)}</table>"

@@ -1,0 +1,198 @@
+"""Figure 2.1: the roofline of one GPU with named ops you can click and drag."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import pen, plot_widget, text_item
+from gpuviz.data.hardware import load_gpus
+from gpuviz.models.roofline import (
+    COMPUTE,
+    INTENSITY_SCALE_MAX,
+    INTENSITY_SCALE_MIN,
+    gpu_roof,
+    named_ops,
+)
+from gpuviz.views.roofline._log_axes import set_log_ticks
+
+X_RANGE = (-3.0, 5.0)  # log10 FLOP/B
+Y_RANGE = (9.0, 16.5)  # log10 FLOP/s
+EDGE_DECADES = 1.6  # labels this close to the left or right edge flip sides
+POINT_SIZE = 13
+SELECTED_SIZE = 19
+
+# Where each op's label sits relative to its point (TextItem anchor), chosen so the
+# cluster of ops near 1 FLOP/B stays readable: left-and-above or right-and-below the roof.
+LABEL_ANCHORS = {
+    "add": (1.08, 0.0),
+    "softmax": (1.06, 1.1),
+    "layernorm": (-0.08, 0.0),
+    "decode_matmul": (1.08, 0.1),
+    "decode_attention": (-0.06, -0.2),
+    "decode_matmul_64": (-0.08, 0.0),
+    "prefill_attention": (1.08, -0.1),
+    "prefill_matmul": (0.5, 1.25),
+}
+
+
+class DraggablePoints(pg.ScatterPlotItem):
+    """Scatter points that report a click on a point and horizontal drags of a point."""
+
+    point_clicked = Signal(int)
+    point_dragged = Signal(int, float)  # index, new x in data coordinates
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._dragging = -1
+
+    def mouseClickEvent(self, ev: object) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            ev.ignore()
+            return
+        points = self.pointsAt(ev.pos())
+        if len(points):
+            ev.accept()
+            self.point_clicked.emit(int(points[0].index()))
+        else:
+            ev.ignore()
+
+    def mouseDragEvent(self, ev: object) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            ev.ignore()
+            return
+        if ev.isStart():
+            points = self.pointsAt(ev.buttonDownPos())
+            if not len(points):
+                ev.ignore()
+                return
+            self._dragging = int(points[0].index())
+            self.point_clicked.emit(self._dragging)
+        if self._dragging < 0:
+            ev.ignore()
+            return
+        ev.accept()
+        self.point_dragged.emit(self._dragging, float(ev.pos().x()))
+        if ev.isFinish():
+            self._dragging = -1
+
+
+class RooflineView(FigureView):
+    def build(self) -> None:
+        self.controls.add("gpu")
+        self.controls.add("precision", style="buttons")
+        self.controls.add("selected_op")
+        self.controls.add("intensity_scale")
+
+        self.plot = plot_widget("Arithmetic intensity (FLOP per byte, log scale)",
+                                "Attainable FLOP/s (log scale)")
+        item = self.plot.getPlotItem()
+        item.setXRange(*X_RANGE, padding=0)
+        item.setYRange(*Y_RANGE, padding=0)
+        set_log_ticks(item.getAxis("bottom"), *X_RANGE)
+        set_log_ticks(item.getAxis("left"), *Y_RANGE, unit="FLOP/s")
+
+        self.other_roofs = pg.PlotDataItem(pen=pen("neutral", 1.0, Qt.DashLine),
+                                           connect="finite")
+        self.memory_roof = pg.PlotDataItem(pen=pen("memory", 3.0))
+        self.compute_roof = pg.PlotDataItem(pen=pen("compute", 3.0))
+        self.ridge_line = pg.PlotDataItem(pen=pen("neutral", 1.5, Qt.DotLine))
+        for line in (self.other_roofs, self.memory_roof, self.compute_roof, self.ridge_line):
+            item.addItem(line)
+        self.memory_label = text_item(role="memory", size=10, bold=True, anchor=(0.5, 1.1))
+        self.compute_label = text_item(role="compute", size=10, bold=True, anchor=(1.0, 1.0))
+        self.ridge_label = text_item(role="text", size=9, anchor=(-0.05, 0.0))
+        self.other_label = text_item(role="neutral", size=8, anchor=(1.0, -0.1))
+        for label in (self.memory_label, self.compute_label, self.ridge_label,
+                      self.other_label):
+            item.addItem(label)
+
+        self.points = DraggablePoints()
+        self.points.setZValue(10)
+        item.addItem(self.points)
+        self.points.point_clicked.connect(self._on_click)
+        self.points.point_dragged.connect(self._on_drag)
+        self.op_labels = []
+        for op in named_ops():
+            label = text_item(op.label, size=9, anchor=LABEL_ANCHORS.get(op.key, (0, 0)))
+            label.setZValue(11)
+            item.addItem(label)
+            self.op_labels.append(label)
+        self.add_plot(self.plot)
+
+    def _on_click(self, index: int) -> None:
+        self.model.set("selected_op", named_ops()[index].key)
+
+    def _on_drag(self, index: int, x: float) -> None:
+        op = named_ops()[index]
+        base = math.log10(op.intensity)
+        scale = 10 ** (min(max(x, X_RANGE[0]), X_RANGE[1]) - base)
+        scale = min(max(scale, INTENSITY_SCALE_MIN), INTENSITY_SCALE_MAX)
+        with self.model.batch():
+            self.model.set("selected_op", op.key)
+            self.model.set("intensity_scale", scale)
+
+    @staticmethod
+    def _anchor(key: str, x: float) -> tuple[float, float]:
+        """The label's preferred side, flipped near the plot's edges so it stays inside."""
+        ax, ay = LABEL_ANCHORS.get(key, (0.0, 0.0))
+        if x > X_RANGE[1] - EDGE_DECADES and ax < 0.5:
+            ax = 1.08
+        elif x < X_RANGE[0] + EDGE_DECADES and ax > 0.5:
+            ax = -0.08
+        return ax, ay
+
+    def refresh(self) -> None:
+        out = self.model.out
+        roof = out.roof
+        log_bw, log_peak = math.log10(roof.bandwidth), math.log10(roof.peak)
+        log_ridge = log_peak - log_bw
+        self.memory_roof.setData([X_RANGE[0], log_ridge], [log_bw + X_RANGE[0], log_peak])
+        self.compute_roof.setData([log_ridge, X_RANGE[1]], [log_peak, log_peak])
+        self.ridge_line.setData([log_ridge, log_ridge], [Y_RANGE[0], log_peak])
+
+        xs, ys = [], []
+        for key in load_gpus():
+            if key == roof.gpu_key:
+                continue
+            other = gpu_roof(key, self.model.precision)
+            o_bw, o_peak = math.log10(other.bandwidth), math.log10(other.peak)
+            xs += [X_RANGE[0], o_peak - o_bw, X_RANGE[1], np.nan]
+            ys += [o_bw + X_RANGE[0], o_peak, o_peak, np.nan]
+        self.other_roofs.setData(xs, ys)
+        self.other_label.setText("dashed: the other GPUs")
+        self.other_label.setPos(X_RANGE[1] - 0.05, Y_RANGE[1] - 0.05)
+
+        precision = roof.precision.upper()
+        self.compute_label.setText(f"{precision} peak {roof.peak / 1e12:,.0f} TFLOP/s")
+        # Left of the ridge and above the compute roof nothing else is drawn.
+        self.compute_label.setPos(log_ridge - 0.1, log_peak + 0.05)
+        mid = X_RANGE[0] + 1.2
+        self.memory_label.setText(f"HBM {roof.bandwidth / 1e12:.2f} TB/s")
+        self.memory_label.setPos(mid, log_bw + mid + 0.15)
+        self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
+        self.ridge_label.setPos(log_ridge, Y_RANGE[0] + 0.55)
+
+        log_x = np.log10(out.intensity)
+        log_y = np.log10(out.attained)
+        brushes, pens, sizes = [], [], []
+        for i, bound in enumerate(out.bounds):
+            role = "compute" if bound == COMPUTE else "memory"
+            brushes.append(pg.mkBrush(theme.color(role)))
+            selected = i == out.selected
+            pens.append(pg.mkPen(theme.color("highlight" if selected else "text"),
+                                 width=theme.line_width(2.0 if selected else 1.0)))
+            sizes.append(SELECTED_SIZE if selected else POINT_SIZE)
+        self.points.setData(x=log_x, y=log_y, brush=brushes, pen=pens, size=sizes)
+        for i, label in enumerate(self.op_labels):
+            label.setPos(float(log_x[i]), float(log_y[i]))
+            label.setAnchor(self._anchor(named_ops()[i].key, float(log_x[i])))
+            label.setColor(theme.color("highlight" if i == out.selected else "text"))
+
+        text, warn = self.model.message()
+        self.message.show_message(text, warn)

@@ -1,0 +1,213 @@
+"""Kiosk mode: refused shortcuts, the idle countdown, starting over, config checking."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from gpuviz import app as cli
+from gpuviz import catalog, state
+from gpuviz.kiosk import KioskConfig, KioskConfigError, config_from_mapping, load_config
+from gpuviz.main_window import MainWindow
+
+
+@pytest.fixture
+def lesson_one(monkeypatch):
+    monkeypatch.setattr(catalog, "LESSONS", (catalog.LESSONS[0], catalog.LESSONS[-1]))
+
+
+def make_kiosk(qtbot, **config):
+    window = MainWindow("dark", kiosk=KioskConfig(**config))
+    qtbot.addWidget(window)
+    window.resize(1280, 800)
+    window.showFullScreen()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=2000)  # so shortcuts reach it
+    window.show_figure(window.sequence()[0])
+    return window
+
+
+def shut(window):
+    window.kiosk.leave()
+    window.clock.stop()
+
+
+@pytest.fixture
+def kiosk(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=0, lessons=(1,))
+    yield window
+    shut(window)
+
+
+def test_no_menus_no_quit_no_escape(kiosk, qtbot):
+    assert not kiosk.menuBar().isVisible()
+    for key, modifier in ((Qt.Key_Q, Qt.ControlModifier), (Qt.Key_F4, Qt.AltModifier),
+                          (Qt.Key_Escape, Qt.NoModifier), (Qt.Key_F11, Qt.NoModifier),
+                          (Qt.Key_F5, Qt.NoModifier)):
+        qtbot.keyClick(kiosk, key, modifier)
+        assert kiosk.isVisible() and kiosk.isFullScreen()
+        assert not kiosk.presenter.active
+    qtbot.keyClick(kiosk, Qt.Key_PageDown)  # keys do reach the window
+    assert kiosk.current == kiosk.sequence()[1]
+    assert not kiosk.close()  # what Alt+F4 and the title-bar button ask for
+    assert kiosk.isVisible()
+    assert "export" not in kiosk.actions and "quit" not in kiosk.actions
+    assert not kiosk.export_figure() and not kiosk.copy_figure() and not kiosk.export_data()
+    assert not kiosk.open_playlist() and not kiosk.save_playlist()
+
+
+def test_lessons_limit_the_sidebar_and_navigation(kiosk):
+    assert kiosk.tree.topLevelItemCount() == 1
+    assert kiosk.sequence() == [spec.number for spec in catalog.LESSONS[0].figures]
+    kiosk.step_figure(-1)
+    assert kiosk.current == kiosk.sequence()[-1]
+
+
+def test_operator_chord_leaves(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=0)
+    qtbot.keyClick(window, Qt.Key_Q, Qt.ControlModifier | Qt.AltModifier | Qt.ShiftModifier)
+    assert not window.isVisible()
+    window.clock.stop()
+
+
+def test_operator_chord_with_pin(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=0, pin="4711")
+    window.actions["operator_exit"].trigger()
+    dialog = window.kiosk.pin_dialog
+    assert dialog is not None and dialog.isVisible()
+    dialog.setTextValue("0000")
+    dialog.accept()
+    assert window.isVisible()
+    window.actions["operator_exit"].trigger()
+    window.kiosk.pin_dialog.setTextValue("4711")
+    window.kiosk.pin_dialog.accept()
+    assert not window.isVisible()
+    window.clock.stop()
+
+
+def test_idle_countdown_keep_exploring(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=1, countdown=5)
+    window.show_figure("1.3")
+    window.models["1.3"].set("threads_per_block", 1024)
+    countdown = window.kiosk.countdown
+    qtbot.waitUntil(countdown.isVisible, timeout=3000)
+    assert "5 seconds" in countdown.label.text()
+    qtbot.mouseClick(countdown.keep, Qt.LeftButton)
+    assert not countdown.isVisible()
+    assert window.current == "1.3" and window.models["1.3"].threads_per_block == 1024
+    shut(window)
+
+
+def test_idle_countdown_runs_out_and_starts_over(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=1, countdown=1, attract=2)
+    window.show_figure("1.3")
+    window.models["1.3"].set("threads_per_block", 1024)
+    window.explain()
+    qtbot.waitUntil(lambda: window.kiosk.attracting, timeout=5000)
+    assert window.current == window.sequence()[0]
+    assert window.models["1.3"].threads_per_block == 256
+    assert not window.lesson_pane.isVisible()
+    first = window.current
+    qtbot.waitUntil(lambda: window.current != first, timeout=4000)  # the attract loop
+    qtbot.keyClick(window, Qt.Key_Right)  # a visitor: the loop stops
+    assert not window.kiosk.attracting
+    shut(window)
+
+
+def test_activity_postpones_the_countdown(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=2, countdown=5)
+    for _ in range(5):  # 2.5 s in all, more than the idle time, with input every 0.5 s
+        qtbot.wait(500)
+        qtbot.keyClick(window.tree, Qt.Key_Down)
+        assert not window.kiosk.countdown.isVisible()
+    shut(window)
+
+
+def test_start_over_button(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=1, countdown=30)
+    window.show_figure("1.3")
+    window.models["1.3"].set("registers_per_thread", 128)
+    qtbot.waitUntil(window.kiosk.countdown.isVisible, timeout=3000)
+    qtbot.mouseClick(window.kiosk.countdown.start_over, Qt.LeftButton)
+    assert window.current == window.sequence()[0]
+    assert window.models["1.3"].registers_per_thread == 32
+    assert not window.kiosk.attracting
+    shut(window)
+
+
+def test_kiosk_saves_no_settings(themed, qtbot, lesson_one):
+    state.reset_all()
+    window = make_kiosk(qtbot, idle_reset=0)
+    window.show_figure("1.3")
+    window.models["1.3"].set("registers_per_thread", 128)
+    shut(window)
+    assert state.settings().allKeys() == []
+
+
+def test_config_file(tmp_path):
+    path = tmp_path / "kiosk.toml"
+    path.write_text('[kiosk]\nlessons = "1"\nidle_reset = 60\ncountdown = 10\n'
+                    'attract = 15\npin = "4711"\ntheme = "projector"\n', encoding="utf-8")
+    config = load_config(path)
+    assert config == KioskConfig((1,), 60.0, 10.0, 15.0, "4711", "projector")
+    assert config_from_mapping({"lessons": [1, "3-4"]}).lessons == (1, 3, 4)
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("idle_reset = [", "not valid TOML"),
+    ("idle_reset = 'soon'", "expected a number"),
+    ("idle_reset = -5", "out of range"),
+    ("countdown = 0", "out of range"),
+    ("attract = true", "expected a number"),
+    ("lessons = '4-1'", "backwards"),
+    ("lessons = '99'", "no lesson 99"),
+    ("lessons = 'x'", "not a number"),
+    ("pin = ''", "pin"),
+    ("theme = 'neon'", "theme"),
+    ("idel_reset = 5", "unknown setting 'idel_reset'"),
+])
+def test_bad_config_is_refused_before_a_window_opens(tmp_path, capsys, monkeypatch,
+                                                     content, needle):
+    monkeypatch.setattr("gpuviz.main_window.run_window",
+                        lambda *a, **k: pytest.fail("a window was opened"))
+    path = tmp_path / "kiosk.toml"
+    path.write_text(content, encoding="utf-8")
+    code = cli.main(["--kiosk", "--config", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpuviz: error: kiosk:")
+    assert needle in lines[0]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--kiosk", "--idle-reset", "abc"], "not a number"),
+    (["--kiosk", "--idle-reset", "1e9"], "out of range"),
+    (["--kiosk", "--lessons", "0-2"], "no lesson 0"),
+    (["--kiosk", "--config", "/nonexistent/kiosk.toml"], "No such file"),
+    (["--idle-reset", "5"], "need --kiosk"),
+])
+def test_bad_kiosk_options_exit_2(capsys, args, needle):
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+
+
+def test_command_line_wins_over_the_config(tmp_path, monkeypatch):
+    path = tmp_path / "kiosk.toml"
+    path.write_text("idle_reset = 60\nlessons = '1-2'\n", encoding="utf-8")
+    seen = {}
+    monkeypatch.setattr("gpuviz.main_window.run_window",
+                        lambda *a, **k: seen.update(k) or 0)
+    assert cli.main(["--kiosk", "--config", str(path), "--idle-reset", "30",
+                     "--lessons", "1"]) == 0
+    config = seen["kiosk"]
+    assert config.idle_reset == 30 and config.lessons == (1,)
+    assert config.figures == tuple(s.number for s in catalog.LESSONS[0].figures)
+
+
+def test_lessons_without_figures_are_refused(monkeypatch):
+    empty = catalog.Lesson(99, "empty", "Empty", "99-empty.md")
+    monkeypatch.setattr(catalog, "LESSONS", (catalog.LESSONS[0], empty))
+    with pytest.raises(KioskConfigError, match="no figures"):
+        KioskConfig(lessons=(99,)).with_figures()

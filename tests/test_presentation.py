@@ -1,0 +1,190 @@
+"""Lecture mode: clicker keys, stepping animations, blanking, playlists, the CLI options."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from gpuviz import app as cli
+from gpuviz import catalog, state, theme
+from gpuviz.main_window import MainWindow
+from gpuviz.presentation import PlaylistError, parse_playlist, playlist_text
+
+LESSON_ONE = catalog.LESSONS[0]
+
+
+@pytest.fixture
+def lesson_one(monkeypatch):
+    """Only lesson 1 (1.1 still, 1.2 animated, 1.3, 1.4): fast and independent of the
+    lessons other people are building."""
+    monkeypatch.setattr(catalog, "LESSONS", (LESSON_ONE,))
+    return [spec.number for spec in LESSON_ONE.figures]
+
+
+@pytest.fixture
+def window(themed, qtbot, lesson_one):
+    state.reset_all()
+    window = MainWindow("dark", remember=False)
+    qtbot.addWidget(window)
+    window.resize(1280, 800)
+    window.show()
+    window.show_figure(lesson_one[0])
+    yield window
+    window.clock.stop()
+    theme.apply("dark")
+
+
+def press(qtbot, window, key):
+    qtbot.keyClick(window, key)
+
+
+def test_f5_enters_and_esc_leaves_lecture_mode(window, qtbot):
+    press(qtbot, window, Qt.Key_F5)
+    assert window.presenter.active
+    assert theme.current().name == "projector"
+    assert not window.sidebar.isVisible() and not window.lesson_pane.isVisible()
+    assert not window.menuBar().isVisible()
+    assert window.isFullScreen()
+    press(qtbot, window, Qt.Key_Escape)
+    assert not window.presenter.active
+    assert theme.current().name == "dark"
+    assert window.sidebar.isVisible() and window.menuBar().isVisible()
+    assert not window.isFullScreen()
+
+
+def test_page_down_steps_an_animation_then_moves_on(window, qtbot, lesson_one):
+    window.presenter.enter()
+    press(qtbot, window, Qt.Key_PageDown)
+    assert window.current == "1.2"
+    model = window.models["1.2"]
+    assert not model.finished  # arrived rewound, ready to be stepped
+    steps = 0
+    while not model.finished:
+        press(qtbot, window, Qt.Key_PageDown)
+        steps += 1
+        assert window.current == "1.2" and steps < 500
+    positions = [model._progress]
+    press(qtbot, window, Qt.Key_PageUp)  # one step back, still in 1.2
+    assert window.current == "1.2" and not model.finished
+    positions.append(model._progress)
+    assert positions[1] < positions[0]
+    press(qtbot, window, Qt.Key_PageDown)
+    assert model.finished
+    press(qtbot, window, Qt.Key_PageDown)
+    assert window.current == "1.3"
+    press(qtbot, window, Qt.Key_PageUp)
+    assert window.current == "1.2"
+    press(qtbot, window, Qt.Key_PageUp)
+    assert window.current == "1.1"
+    press(qtbot, window, Qt.Key_PageUp)  # no wrapping in a lecture
+    assert window.current == "1.1"
+
+
+def test_space_plays_and_pauses(window, qtbot):
+    window.show_figure("1.2")
+    press(qtbot, window, Qt.Key_Space)  # not presenting: Space is not ours
+    assert not window.models["1.2"].playing
+    window.presenter.enter()
+    model = window.models["1.2"]
+    press(qtbot, window, Qt.Key_Space)
+    assert model.playing and window.clock.running
+    press(qtbot, window, Qt.Key_Space)
+    assert not model.playing and not window.clock.running
+
+
+def test_b_and_period_blank_the_screen(window, qtbot):
+    window.presenter.enter()
+    press(qtbot, window, Qt.Key_B)
+    assert window.presenter.blanked
+    blank = window.presenter.blank
+    assert blank.geometry() == window.rect()
+    image = blank.grab().toImage()
+    assert image.pixelColor(image.width() // 2, image.height() // 2).name() == "#000000"
+    press(qtbot, window, Qt.Key_B)
+    assert not window.presenter.blanked
+    press(qtbot, window, Qt.Key_Period)
+    assert window.presenter.blanked
+    press(qtbot, window, Qt.Key_Period)
+    assert not window.presenter.blanked
+
+
+def test_models_survive_the_theme_switch_of_lecture_mode(window):
+    window.show_figure("1.3")
+    window.models["1.3"].set("registers_per_thread", 128)
+    window.presenter.enter()
+    window.presenter.leave()
+    assert window.models["1.3"].registers_per_thread == 128
+
+
+def test_playlist_orders_the_figures(window, qtbot, tmp_path):
+    path = tmp_path / "talk.gpuviz-playlist"
+    path.write_text("# my talk\n1.3\n1.1, 1.4\n", encoding="utf-8")
+    assert window.open_playlist(path)
+    assert window.playlist == ["1.3", "1.1", "1.4"] and window.current == "1.3"
+    window.presenter.enter()
+    press(qtbot, window, Qt.Key_PageDown)
+    assert window.current == "1.1"
+    press(qtbot, window, Qt.Key_PageDown)
+    assert window.current == "1.4"
+    press(qtbot, window, Qt.Key_PageDown)
+    assert window.current == "1.4"
+    saved = tmp_path / "again.gpuviz-playlist"
+    assert window.save_playlist(saved)
+    assert parse_playlist(saved.read_text(encoding="utf-8")) == ["1.3", "1.1", "1.4"]
+
+
+@pytest.mark.parametrize("content", ["1.3\n9.9\n", "[1.3, {\"x\": 1}]", "{\"figures\": 3}",
+                                     "[broken", "", "# nothing\n"])
+def test_a_bad_playlist_changes_nothing(window, tmp_path, content):
+    window.set_playlist(["1.4", "1.3"])
+    path = tmp_path / "bad.txt"
+    path.write_text(content, encoding="utf-8")
+    assert not window.open_playlist(path)
+    assert window.playlist == ["1.4", "1.3"]
+    assert window.messages and "Nothing was changed" in window.messages[-1]
+
+
+def test_binary_playlist_is_refused(window, tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"\xff\xfe\x00junk")
+    assert not window.open_playlist(path)
+    assert "not text" in window.messages[-1]
+
+
+def test_playlist_formats(lesson_one):
+    assert parse_playlist('{"figures": ["1.2", "1.1"]}') == ["1.2", "1.1"]
+    assert parse_playlist("[1.2, \"1.4\"]") == ["1.2", "1.4"]
+    assert parse_playlist(playlist_text(["1.1", "1.3"])) == ["1.1", "1.3"]
+    with pytest.raises(PlaylistError, match="unknown figure '7.7'"):
+        parse_playlist("1.1,7.7")
+
+
+def run(capsys, *args):
+    code = cli.main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--present", "--playlist", "1.1,9.9"], "unknown figure '9.9'"),
+    (["--playlist", ""], "names no figures"),
+    (["--kiosk", "--present"], "cannot be combined"),
+    (["--lessons", "1-2"], "need --kiosk"),
+])
+def test_bad_lecture_options_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpuviz: error:") and needle in lines[0]
+
+
+def test_present_option_opens_lecture_mode(monkeypatch, capsys):
+    seen = {}
+
+    def fake_run_window(spec, values, theme_name, warnings, **options):
+        seen.update(options)
+        return 0
+
+    monkeypatch.setattr("gpuviz.main_window.run_window", fake_run_window)
+    assert cli.main(["--present", "--playlist", "1.3,1.1"]) == 0
+    assert seen == {"present": True, "playlist": ["1.3", "1.1"], "kiosk": None}
