@@ -125,10 +125,9 @@ def parse_settings(spec, assignments: list[str]) -> dict[str, Any]:  # noqa: ANN
 
 
 def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
-    from gpuviz.core.model import FigureModel
 
     model = spec.make_model()
-    with FigureModel.batch(model):  # not model.batch: a parameter may be named `batch`
+    with model.batch():  # not model.batch: a parameter may be named `batch`
         for name, value in values.items():
             model.set(name, value)
     return model

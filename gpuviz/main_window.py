@@ -9,6 +9,7 @@ in gpuviz.export.
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,6 @@ from PySide6.QtWidgets import (
 
 from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
-from gpuviz.core.model import FigureModel
 from gpuviz.kiosk import OPERATOR_EXIT_KEYS, Kiosk, KioskConfig
 from gpuviz.lessons import load_lesson_text
 from gpuviz.presentation import (
@@ -714,10 +714,13 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
     def open_first() -> None:
         if first:
             model = window.model(first)
-            with FigureModel.batch(model):  # a parameter may be named `batch`
+            with model.batch():
                 for key, value in values.items():
                     model.set(key, value)
             window.show_figure(first)
+        # What exists now lives as long as the window: keep the garbage collector from
+        # walking it again on every collection while the user drags a slider.
+        gc.freeze()
         if playlist:
             window.set_playlist(playlist)
         if present:

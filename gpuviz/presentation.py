@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QWidget
 
 from gpuviz import catalog
-from gpuviz.core.model import AnimatedModel, FigureModel
+from gpuviz.core.model import AnimatedModel
 
 if TYPE_CHECKING:
     from gpuviz.main_window import MainWindow
@@ -184,7 +184,7 @@ class Presenter(QObject):
             # After Play the position is not a step count: go back to the start.
             self._steps = 0 if model.playing else self._steps - 1
             model.set_playing(False)
-            with FigureModel.batch(model):  # a parameter may be named `batch`
+            with model.batch():
                 model.rewind()
                 for _ in range(self._steps):
                     model.step()

@@ -21,8 +21,6 @@ from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from gpuviz.core.model import FigureModel
-
 ORGANIZATION = APPLICATION = "gpuviz"
 FIGURES_GROUP = "figures"
 THEME_KEY = "view/theme"
@@ -125,8 +123,7 @@ def load_figure(store: QSettings, number: str, model: Any) -> list[str]:
         saved = {name: store.value(name) for name in store.childKeys()}
     finally:
         store.endGroup()
-    # FigureModel.batch, not model.batch: a figure may have a parameter named `batch`.
-    with FigureModel.batch(model):
+    with model.batch():
         for name, raw in saved.items():
             param = known.get(name)
             if param is None:

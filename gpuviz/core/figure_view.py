@@ -18,9 +18,13 @@ from PySide6.QtWidgets import (
 
 from gpuviz import theme
 from gpuviz.core.model import AnimatedModel, FigureModel
-from gpuviz.core.widgets import ControlPanel, MessageLabel, ReadoutPanel, TimeControls
-
-CONTROL_COLUMN_WIDTH = 330
+from gpuviz.core.widgets import (
+    CONTROL_COLUMN_WIDTH,
+    ControlPanel,
+    MessageLabel,
+    ReadoutPanel,
+    TimeControls,
+)
 
 
 class FigureView(QWidget):
@@ -58,7 +62,7 @@ class FigureView(QWidget):
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         # Room for the scroll bar too, so it never covers the right-aligned values.
         scroll_bar = scroll.style().pixelMetric(QStyle.PM_ScrollBarExtent)
-        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.current().font_scale) + scroll_bar)
+        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.ui_scale()) + scroll_bar)
 
         self.plot_area = QVBoxLayout()
         self.plot_area.setContentsMargins(0, 0, 0, 0)

@@ -41,6 +41,9 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
         axis.setTextPen(pg.mkPen(theme.color("text")))
         # Major ticks and grid lines only: minor grid lines cost milliseconds per repaint.
         axis.setStyle(maxTickLevel=0)
+        # An axis (with its grid) changes only when its range does: keep it as a pixmap
+        # instead of replaying its drawing whenever a curve in front of it moves.
+        axis.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
     label_style = {"font-size": f"{10 * theme.current().font_scale:.0f}pt",
                    "color": theme.current().text}
     if x_label:

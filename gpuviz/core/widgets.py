@@ -30,6 +30,12 @@ from gpuviz import theme
 from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, format_value
 
 LOG_SLIDER_STEPS = 1000
+CONTROL_COLUMN_WIDTH = 330  # pixels at text scale 1; the projector theme scales it
+
+
+def fix_size(label: QLabel, width: int) -> None:
+    """Fix a label's size: Qt then skips re-laying out the figure when its text changes."""
+    label.setFixedSize(width, label.fontMetrics().height() + 2)
 
 
 def _tooltip(param: Parameter) -> str:
@@ -61,8 +67,11 @@ class ParameterSlider(BoundControl):
         p = self.param
         self.label = QLabel(p.label)
         self.value_label = QLabel()
+        self.value_label.setTextFormat(Qt.PlainText)
         self.value_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
-        self.value_label.setMinimumWidth(80)
+        widest = max(self.value_label.fontMetrics().horizontalAdvance(
+            format_value(v, p.unit, digits=4) + "00") for v in (p.minimum, p.maximum, -1.5))
+        fix_size(self.value_label, widest)
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setFocusPolicy(Qt.StrongFocus)
         self.slider.setAccessibleName(p.label)
@@ -341,32 +350,48 @@ class ReadoutPanel(QFrame):
             while self.form.rowCount():
                 self.form.removeRow(0)
             self.rows = {}
-            for key, readout in readouts.items():
-                name, value = QLabel(readout.label), QLabel()
+            names = [QLabel(readout.label) for readout in readouts.values()]
+            widest_name = max((n.sizeHint().width() for n in names), default=0)
+            margins = self.form.contentsMargins()
+            self.value_width = max(60, int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
+                                   - widest_name - self.form.horizontalSpacing()
+                                   - margins.left() - margins.right() - 4)
+            for key, name in zip(readouts, names, strict=True):
+                value = QLabel()
+                value.setTextFormat(Qt.PlainText)
                 value.setTextInteractionFlags(Qt.TextSelectableByMouse)
                 value.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                fix_size(value, self.value_width)
                 self.form.addRow(name, value)
                 self.rows[key] = (name, value)
         for key, readout in readouts.items():
             name, value = self.rows[key]
             if name.text() != readout.label:
                 name.setText(readout.label)
-            if value.text() != readout.text:
-                value.setText(readout.text)
+            text = readout.text
+            if value.toolTip() != text:
+                value.setToolTip(text)  # the full text, when it has to be shortened
+                value.setText(value.fontMetrics().elidedText(text, Qt.ElideRight,
+                                                             self.value_width))
 
     def texts(self) -> dict[str, str]:
-        return {key: value.text() for key, (_, value) in self.rows.items()}
+        return {key: value.toolTip() for key, (_, value) in self.rows.items()}
 
 
 class MessageLabel(QLabel):
-    """A sentence under the plots; `warn=True` shows it in the highlight colour."""
+    """A sentence or two of comment; `warn=True` shows it in the highlight colour.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    Its size is fixed (`lines` lines of the column's width), so a new message repaints
+    the label alone instead of laying out the whole figure again, and nothing jumps."""
+
+    def __init__(self, parent: QWidget | None = None, lines: int = 5,
+                 width: int | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
-        policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
-        policy.setHeightForWidth(True)  # wrapped text gets the height it needs
-        self.setSizePolicy(policy)
+        self.setTextFormat(Qt.PlainText)
+        self.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        width = width or int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
+        self.setFixedSize(width, lines * self.fontMetrics().lineSpacing() + 4)
 
     def show_message(self, text: str, warn: bool = False) -> None:
         style = (f"color: {theme.color('highlight').name()}; font-weight: bold" if warn
@@ -393,7 +418,7 @@ class PredictReveal(QFrame):
         self.button = QPushButton("Reveal")
         self.button.setToolTip("Show the answer next to your guess")
         self.button.clicked.connect(lambda: model.set(revealed, True))
-        self.result = MessageLabel()
+        self.result = MessageLabel(width=int((CONTROL_COLUMN_WIDTH - 40) * theme.ui_scale()))
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("<b>Predict first</b>"))
         layout.addWidget(self.guess)

@@ -96,6 +96,7 @@ PROJECTOR = Theme(
 
 THEMES = {t.name: t for t in (DARK, LIGHT, PROJECTOR)}
 _current = DARK
+_text_scale = 1.0
 
 
 def current() -> Theme:
@@ -112,6 +113,11 @@ def _color(theme: Theme, role: str, alpha: int) -> QColor:
     qcolor = QColor(theme.roles.get(role) or getattr(theme, role))
     qcolor.setAlpha(alpha)
     return qcolor
+
+
+def ui_scale() -> float:
+    """How much larger than normal text and the widths that hold it are drawn."""
+    return _current.font_scale * _text_scale
 
 
 def series(index: int) -> QColor:
@@ -132,8 +138,9 @@ def font(point_size: float = 10.0, bold: bool = False) -> QFont:
 def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -> Theme:
     """Make `name` the current theme: Qt palette and base font. Plots read the theme when
     they are built (gpuviz.core.plots), so views built afterwards follow it."""
-    global _current
+    global _current, _text_scale
     _current = THEMES.get(name, DARK)
+    _text_scale = text_scale
     app = app or QApplication.instance()
     if app is not None:
         palette = QPalette()
