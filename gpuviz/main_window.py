@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QTextCursor
+from PySide6.QtGui import QAction, QIcon, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -40,6 +40,7 @@ from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
 from gpuviz.kiosk import OPERATOR_EXIT_KEYS, Kiosk, KioskConfig
 from gpuviz.lessons import load_lesson_text
+from gpuviz.paths import resource
 from gpuviz.presentation import (
     PLAYLIST_SUFFIX,
     PlaylistError,
@@ -300,11 +301,17 @@ class MainWindow(QMainWindow):
         if heading:
             found = self._find_heading(heading)
             if found is not None:
-                # Jump to the end first so the heading scrolls to the top of the pane.
-                self.lesson_pane.moveCursor(QTextCursor.End)
-                found.clearSelection()
                 self.lesson_pane.setTextCursor(found)
-                self.lesson_pane.ensureCursorVisible()
+                self._scroll_lesson_to(found.block())
+                # A pane shown just now has no final width yet, so the text will be laid
+                # out again: scroll once more when that has happened.
+                QTimer.singleShot(0, lambda: self._scroll_lesson_to(found.block()))
+
+    def _scroll_lesson_to(self, block) -> None:  # noqa: ANN001 - QTextBlock
+        """Put a block's top line at the top of the lesson pane."""
+        layout = self.lesson_pane.document().documentLayout()
+        top = layout.blockBoundingRect(block).top()
+        self.lesson_pane.verticalScrollBar().setValue(int(top))
 
     def _find_heading(self, heading: str) -> QTextCursor | None:
         """The first heading block whose text is `heading` (body text may repeat it)."""
@@ -689,6 +696,8 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("gpuviz")
     app.setOrganizationName("gpuviz")
+    app.setDesktopFileName("gpuviz")  # matches packaging/linux/gpuviz.desktop
+    app.setWindowIcon(QIcon(str(resource("icons", "gpuviz-256.png"))))
     settings_message = state.recover_corrupt_settings()
     store = settings()
     prefs = state.load_preferences(store)

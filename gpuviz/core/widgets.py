@@ -381,14 +381,14 @@ class ReadoutPanel(QFrame):
 class MessageLabel(QLabel):
     """A sentence or two of comment; `warn=True` shows it in the highlight colour.
 
-    Its size is fixed (`lines` lines of the column's width), so a new message repaints
-    the label alone instead of laying out the whole figure again, and nothing jumps."""
+    Its size is fixed (`lines` lines of the column's width, growing only when a longer
+    message needs it), so a new message repaints the label alone instead of laying out
+    the whole figure again, and nothing jumps."""
 
     def __init__(self, parent: QWidget | None = None, lines: int = 5,
                  width: int | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
-        self.setTextFormat(Qt.PlainText)
         self.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         width = width or int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
         self.setFixedSize(width, lines * self.fontMetrics().lineSpacing() + 4)
@@ -400,6 +400,9 @@ class MessageLabel(QLabel):
             self.setStyleSheet(style)
         if text != self.text():
             self.setText(text)
+            needed = self.heightForWidth(self.width())
+            if needed > self.height():  # grow for a longer message, never shrink: no jitter
+                self.setFixedHeight(needed)
 
 
 class PredictReveal(QFrame):

@@ -8,11 +8,10 @@ and the field, so the application can say exactly what to fix.
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuviz.data import DataError
+from gpuviz.data import DataError, read_toml
 from gpuviz.paths import resource
 
 DEFAULT_GPU = "h100_sxm"
@@ -75,12 +74,7 @@ class GPU:
 
 
 def parse_gpu(path: Path) -> GPU:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise DataError(path, "", f"cannot be read ({error.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise DataError(path, "", f"is not valid TOML ({error})") from None
+    data = read_toml(path)
     for field in ("name", "short_name"):
         if not isinstance(data.get(field), str) or not data[field].strip():
             raise DataError(path, field, "missing or not a text")

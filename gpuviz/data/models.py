@@ -13,11 +13,10 @@ variant with `dataclasses.replace(config, kv_heads=8)` or a toy config by hand.
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuviz.data import DataError
+from gpuviz.data import DataError, read_toml
 from gpuviz.paths import resource
 
 POSITIONS = ("learned", "rope")
@@ -73,12 +72,7 @@ class ModelConfig:
 
 
 def parse_model(path: Path) -> ModelConfig:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise DataError(path, "", f"cannot be read ({error.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise DataError(path, "", f"is not valid TOML ({error})") from None
+    data = read_toml(path)
     for name in ("name", "short_name"):
         if not isinstance(data.get(name), str) or not data[name].strip():
             raise DataError(path, name, "missing or not a text")

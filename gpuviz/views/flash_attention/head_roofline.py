@@ -12,6 +12,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import pen, plot_widget
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
+from gpuviz.views.flash_attention._items import Dots, Segment, curve, set_curve
 from gpuviz.views.flash_attention._text import show_message
 
 LINES = (("standard_time", "memory", "standard attention"),
@@ -46,26 +47,28 @@ class HeadRooflineView(FigureView):
         item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
                        labelTextSize=f"{10 * theme.current().font_scale:.0f}pt",
                        brush=pg.mkBrush(theme.color("panel", 200)))
+        # PlotCurveItems fed log10 data (the axes are in log mode), Qt ellipses for the dots
+        # and a Qt line for the marker: none of them runs Python when the view changes.
         self.curves = {}
         for key, role, label in LINES:
             width = 3.0 if key != "compute_time" else 2.5
-            self.curves[key] = item.plot([1, 2], [1, 2], pen=pen(role, width), name=label)
-        # One item for the three dots: each scatter update costs about a millisecond.
-        self.dots = item.plot([1, 1, 1], [1, 1, 1], pen=None, symbol="o", symbolSize=11,
-                              symbolBrush=[theme.color(role) for _, role, _ in LINES],
-                              symbolPen=pg.mkPen(theme.color("text"), width=1))
-        self.marker = pg.InfiniteLine(angle=90, pen=pen("neutral", 1.5, Qt.DashLine))
+            self.curves[key] = curve(item, pen(role, width), name=label)
+        self.dots = Dots(item, len(LINES), 11, [theme.color(role) for _, role, _ in LINES],
+                         outline=pg.mkPen(theme.color("text"), width=1))
+        self.marker = Segment(pen("neutral", 1.5, Qt.DashLine))
         item.addItem(self.marker)
         self._y_range: tuple[int, int] = (0, 0)
         self.add_plot(self.plot)
 
     def refresh(self) -> None:
         s = self.model.out
+        log_n = np.log10(s.curve.n)
         for key, _, _ in LINES:
-            self.curves[key].setData(s.curve.n, getattr(s.curve, key) * 1e6)
-        self.dots.setData(np.repeat(s.point.n, len(LINES)),
-                          np.array([getattr(s.point, key)[0] * 1e6 for key, _, _ in LINES]))
-        self.marker.setValue(math.log10(self.model.seq_len))
+            set_curve(self.curves[key], log_n, np.log10(getattr(s.curve, key) * 1e6))
+        x = math.log10(float(s.point.n[0]))
+        self.dots.set_points([x] * len(LINES),
+                             [math.log10(float(getattr(s.point, key)[0]) * 1e6)
+                              for key, _, _ in LINES])
         low = math.floor(math.log10(float(np.min(s.curve.compute_time)) * 1e6))
         high = math.ceil(math.log10(float(np.max(s.curve.standard_time)) * 1e6))
         if (low, high) != self._y_range:  # whole decades: the axis moves only in steps
@@ -74,6 +77,8 @@ class HeadRooflineView(FigureView):
             item.setYRange(low, high, padding=0.02)
             item.getAxis("left").setTicks(
                 [[(e, _duration_us(10.0 ** e)) for e in range(low, high + 1)], []])
+        self.marker.set_line(x, low - 1, x, high + 1,
+                             self.plot.getPlotItem().getViewBox().viewPixelSize())
 
         d, br = self.model.head_dim, self.model.block_rows
         if self.model.l2_rereads:

@@ -10,8 +10,16 @@ from PySide6.QtCore import QSignalBlocker, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import pen, plot_widget, text_item
-from gpuviz.views.flash_attention._text import set_text, show_message
+from gpuviz.core.plots import pen, plot_widget
+from gpuviz.models.flash_attention import merge_scores
+from gpuviz.views.flash_attention._items import (
+    Dots,
+    PixelText,
+    curve,
+    legend_entry,
+    set_curve,
+)
+from gpuviz.views.flash_attention._text import show_message
 
 SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
 
@@ -40,11 +48,18 @@ class MergeView(FigureView):
         self.split_line.setToolTip("Drag to move the split point")
         self.split_line.sigPositionChanged.connect(self._on_drag)
         item.addItem(self.split_line)
-        self.a_label = text_item(anchor=(0.5, 0), bold=True)
-        self.b_label = text_item(anchor=(0.5, 0), bold=True)
+        self.a_label = PixelText(anchor=(0.5, 0), bold=True)
+        self.b_label = PixelText(anchor=(0.5, 0), bold=True)
         self.a_label.setColor(theme.series(SET_A))
         self.b_label.setColor(theme.series(SET_B))
-        self._ranges: tuple[float, float] = (0.0, 0.0)
+        # One y range for every seed: re-rendering both axes (and their grids) on a seed
+        # change cost tens of milliseconds; fixed axes also make seeds comparable.
+        seed = self.model.parameter("seed")
+        draws = [merge_scores(int(k), keys, self.model.DIMS)
+                 for k in range(int(seed.minimum), int(seed.maximum) + 1)]
+        self._top = max(float(np.abs(x).max()) for x, _ in draws) + 0.2
+        self._bound = max(float(np.abs(v).max()) for _, v in draws) + 0.2
+        item.setYRange(-self._top, self._top * 1.45, padding=0)
         item.addItem(self.a_label)
         item.addItem(self.b_label)
         self.add_plot(self.scores_plot, 2)
@@ -57,20 +72,21 @@ class MergeView(FigureView):
         item.addLegend(offset=(8, 8), labelTextColor=theme.color("text"),
                        labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
                        brush=pg.mkBrush(theme.color("panel", 200)))
-        x = np.arange(dims)
-        zeros = np.zeros(dims)
-        self.full = item.plot(x, zeros, pen=pen("text", 5.0), name="full attention")
-        self.merged = item.plot(x, zeros, pen=pen("compute", 2.0, Qt.DashLine), symbol="o",
-                                symbolSize=9, symbolBrush=theme.color("compute"),
-                                symbolPen=None, name="merged A + B")
-        self.o_a = item.plot(x, zeros, pen=pg.mkPen(theme.series(SET_A),
-                                                    width=theme.line_width(1.5),
-                                                    style=Qt.DotLine), name="o_A")
-        self.o_b = item.plot(x, zeros, pen=pg.mkPen(theme.series(SET_B),
-                                                    width=theme.line_width(1.5),
-                                                    style=Qt.DotLine), name="o_B")
-        self.plain = item.plot(x, zeros, pen=pen("highlight", 2.5),
-                               name="plain average (o_A + o_B)/2")
+        # PlotCurveItems (no work on range changes) and Qt ellipses for the merged
+        # result's markers; its legend row is a proxy that still shows line and symbol.
+        self.full = curve(item, pen("text", 5.0), name="full attention")
+        merged_pen = pen("compute", 2.0, Qt.DashLine)
+        self.merged = curve(item, merged_pen)
+        self.merged_dots = Dots(item, dims, 9, theme.color("compute"))
+        legend_entry(item.legend, "merged A + B", [self.merged, self.merged_dots],
+                     pen=merged_pen, symbol="o", symbolSize=9,
+                     symbolBrush=theme.color("compute"), symbolPen=None)
+        self.o_a = curve(item, pg.mkPen(theme.series(SET_A), width=theme.line_width(1.5),
+                                        style=Qt.DotLine), name="o_A")
+        self.o_b = curve(item, pg.mkPen(theme.series(SET_B), width=theme.line_width(1.5),
+                                        style=Qt.DotLine), name="o_B")
+        self.plain = curve(item, pen("highlight", 2.5), name="plain average (o_A + o_B)/2")
+        item.setYRange(-self._bound, self._bound, padding=0)
         self.add_plot(self.out_plot, 3)
 
     def _on_drag(self) -> None:
@@ -89,27 +105,24 @@ class MergeView(FigureView):
             else:
                 brushes.append(theme.series(SET_A if i < split else SET_B))
         self.bars.setOpts(height=shown, brushes=brushes, pens=brushes)
-        top = float(np.abs(s.unmasked).max()) + 0.2
-        bound = float(np.abs(s.values).max()) + 0.2
-        if (top, bound) != self._ranges:  # they change only with the seed
-            self._ranges = (top, bound)
-            self.scores_plot.getPlotItem().setYRange(-top, top * 1.45, padding=0)
-            self.out_plot.getPlotItem().setYRange(-bound, bound, padding=0)
+        top = self._top
         if self.split_line.value() != split - 0.5:
             with QSignalBlocker(self.split_line):
                 self.split_line.setValue(split - 0.5)
         a_text = f"A: m={_m_text(s.a.m)}, l={s.a.l:.3g}" if split else "A empty"
         b_text = "B empty" if split == keys else f"B: m={_m_text(s.b.m)}, l={s.b.l:.3g}"
-        set_text(self.a_label, a_text)
-        set_text(self.b_label, b_text)
+        self.a_label.setText(a_text)
+        self.b_label.setText(b_text)
         self.a_label.setPos(max(split, 1) / 2 - 0.5, top * 1.42)
         self.b_label.setPos((split + keys) / 2 - 0.5 if split < keys else keys - 1, top * 1.2)
 
-        self.full.setData(np.arange(self.model.DIMS), s.full.o)
-        self.merged.setData(np.arange(self.model.DIMS), s.merged.o)
-        self.o_a.setData(np.arange(self.model.DIMS), s.a.o)
-        self.o_b.setData(np.arange(self.model.DIMS), s.b.o)
-        self.plain.setData(np.arange(self.model.DIMS), s.plain)
+        x = np.arange(self.model.DIMS)
+        set_curve(self.full, x, s.full.o)
+        set_curve(self.merged, x, s.merged.o)
+        self.merged_dots.set_points(x, s.merged.o)
+        set_curve(self.o_a, x, s.a.o)
+        set_curve(self.o_b, x, s.b.o)
+        set_curve(self.plain, x, s.plain)
 
         if s.full.l == 0.0:
             show_message(self.message,

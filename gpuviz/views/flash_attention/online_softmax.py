@@ -10,10 +10,12 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
-from gpuviz.views.flash_attention._text import set_text, show_message
+from gpuviz.core.plots import diagram_widget, pen, plot_widget
+from gpuviz.views.flash_attention._items import PixelText, StaticTextGrid
+from gpuviz.views.flash_attention._text import show_message
 
 MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay readable
+WIDTH_STEP = 4
 ROW_GAP = 0.15
 STATE_Y = 2.75
 
@@ -35,11 +37,11 @@ class OnlineSoftmaxView(FigureView):
         canvas, self.box = diagram_widget()
         # Cells stretch to the width available: the numbers in them must stay legible.
         self.box.setAspectLocked(False)
-        self.cells = CellGrid(font_size=7)
+        self.cells = StaticTextGrid(font_size=7)
         self.box.addItem(self.cells)
-        self.score_label = text_item("x", anchor=(1, 0.5), bold=True)
-        self.value_label = text_item("v", anchor=(1, 0.5), bold=True)
-        self.state_label = text_item("", role="onchip", anchor=(0, 1), bold=True)
+        self.score_label = PixelText("x", anchor=(1, 0.5), bold=True)
+        self.value_label = PixelText("v", anchor=(1, 0.5), bold=True)
+        self.state_label = PixelText("", role="onchip", anchor=(0, 1), bold=True)
         for item in (self.score_label, self.value_label, self.state_label):
             self.box.addItem(item)
         self.add_plot(canvas, 2)
@@ -53,7 +55,8 @@ class OnlineSoftmaxView(FigureView):
         self.bars = pg.BarGraphItem(x=[0], height=[0], width=0.62)
         item.addItem(self.ghosts)
         item.addItem(self.bars)
-        self.factor_text = text_item(anchor=(0, 0), size=10, bold=True)
+        self.factor_text = PixelText(anchor=(0, 0), size=10, bold=True)
+        self._width = 0
         item.addItem(self.factor_text)
         self.add_plot(self.plot, 3)
 
@@ -61,7 +64,8 @@ class OnlineSoftmaxView(FigureView):
         s = self.model.out
         t, k = s.trace, s.done
         n, b = t.scores.size, t.block_size
-        width = max(n, MIN_WIDTH)
+        # The drawn width moves in steps of 4 cells: a new range re-renders the axes.
+        width = max(-(-n // WIDTH_STEP) * WIDTH_STEP, MIN_WIDTH)
         block_of = np.arange(n) // b
 
         # Scores and values: seen blue, current block magenta, unseen grey.
@@ -95,11 +99,14 @@ class OnlineSoftmaxView(FigureView):
                              text_color=theme.color("text"))
         self.score_label.setPos(-0.2, 0.5)
         self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
-        set_text(self.state_label, f"Scores x and values v above; on-chip state after {k} "
+        self.state_label.setText(f"Scores x and values v above; on-chip state after {k} "
                                    f"of {t.blocks} blocks:")
         self.state_label.setPos(0, STATE_Y - 0.1)
-        self.box.setRange(xRange=(-0.9, width + 0.1), yRange=(-0.3, STATE_Y + 1.3),
-                          padding=0.02)
+        if width != self._width:  # ranges only when the row length changes
+            self._width = width
+            self.box.setRange(xRange=(-0.9, width + 0.1), yRange=(-0.3, STATE_Y + 1.3),
+                              padding=0.02)
+            self.plot.getPlotItem().setXRange(-0.7, width - 0.3, padding=0)
 
         # Bars: weights relative to the current max; dashed: before this block's rescale.
         x = np.arange(n, dtype=float)
@@ -109,8 +116,6 @@ class OnlineSoftmaxView(FigureView):
         self.bars.setOpts(x=x, height=heights, brushes=brushes, pens=brushes)
         old = t.weights[k - 1] if k >= 1 else np.zeros(n)
         self.ghosts.setOpts(x=x, height=old)
-        item = self.plot.getPlotItem()
-        item.setXRange(-0.7, width - 0.3, padding=0)
         self.factor_text.setPos(-0.5, 1.16)
         rose = k >= 2 and t.m[k] > t.m[k - 1]
         if k >= 2:
@@ -118,7 +123,7 @@ class OnlineSoftmaxView(FigureView):
                       + ("  (the max rose)" if rose else "  (max unchanged)"))
         else:
             factor = "dashed: the bars before this block" if k else "press Next block"
-        set_text(self.factor_text, factor, theme.color("highlight" if rose else "text"))
+        self.factor_text.setText(factor, theme.color("highlight" if rose else "text"))
 
         self._message(s, k)
 

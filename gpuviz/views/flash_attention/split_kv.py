@@ -8,9 +8,16 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, grid_rects, pen, plot_widget, text_item
+from gpuviz.core.plots import diagram_widget, grid_rects, pen, plot_widget
 from gpuviz.models.flash_attention import MAX_SPLITS
-from gpuviz.views.flash_attention._text import set_text, show_message
+from gpuviz.views.flash_attention._items import (
+    Dots,
+    PixelText,
+    StaticTextGrid,
+    curve,
+    set_curve,
+)
+from gpuviz.views.flash_attention._text import show_message
 
 
 def _nice_ceiling(value: float) -> float:
@@ -30,25 +37,27 @@ class SplitKVView(FigureView):
             self.controls.add(name)
 
         canvas, self.box = diagram_widget()
-        self.sms = CellGrid(font_size=7)
+        self.sms = StaticTextGrid(font_size=7)
         self.box.addItem(self.sms)
-        self.title = text_item(anchor=(0, 1))
+        self.title = PixelText(anchor=(0, 1))
         self.box.addItem(self.title)
+        self.title.setPos(0, -0.15)
         self.add_plot(canvas, 1)
 
+        # Plain Qt items and PlotCurveItems: no Python runs for them on a range change.
         self.plot = plot_widget("KV splits", "step time (µs)")
         item = self.plot.getPlotItem()
         item.setXRange(0.5, MAX_SPLITS + 0.5, padding=0)
-        self.unsplit = item.plot([1, MAX_SPLITS], [0, 0], pen=pen("neutral", 2, Qt.DashLine))
-        self.unsplit_label = text_item("no splitting", role="muted", anchor=(1, 1))
+        self.unsplit = curve(item, pen("neutral", 2, Qt.DashLine))
+        self.unsplit_label = PixelText("no splitting", role="muted", anchor=(1, 1))
         item.addItem(self.unsplit_label)
-        self.curve_label = text_item("attention + merge", role="memory", anchor=(1, 0))
+        self.curve_label = PixelText("attention + merge", role="memory", anchor=(1, 0))
         item.addItem(self.curve_label)
-        self.curve = item.plot([1], [0], pen=pen("memory", 2.5))
-        self.dot = item.plot([1], [0], pen=None, symbol="o", symbolSize=11,
-                             symbolBrush=theme.color("highlight"), symbolPen=None)
+        self.curve = curve(item, pen("memory", 2.5))
+        self.dot = Dots(item, 1, 11, theme.color("highlight"))
         self._y_top = 0.0
         self._columns = 0
+        self._cells_key: tuple = ()
         self.add_plot(self.plot, 1)
 
     def refresh(self) -> None:
@@ -56,27 +65,30 @@ class SplitKVView(FigureView):
         sms = s.sms
         columns = math.ceil(math.sqrt(sms * 2))  # a wide grid: about 2:1
         per_sm = s.units_per_sm
-        top = int(per_sm.max()) if per_sm.size else 0
-        idle, full, short = (theme.color("idle", 170), theme.color("memory"),
-                             theme.color("memory_light"))
-        fills = [idle if n == 0 else full if n == top else short for n in per_sm]
-        texts = [str(int(n)) if n else "" for n in per_sm]
-        self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts,
-                           text_color=theme.color("background"))
+        key = (sms, columns, per_sm.tobytes())
+        if key != self._cells_key:  # the SM grid changes only with the number of units
+            self._cells_key = key
+            top = int(per_sm.max()) if per_sm.size else 0
+            idle, full, short = (theme.color("idle", 170), theme.color("memory"),
+                                 theme.color("memory_light"))
+            counts = per_sm.tolist()
+            fills = [idle if n == 0 else full if n == top else short for n in counts]
+            texts = [str(n) if n else "" for n in counts]
+            self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts,
+                               text_color=theme.color("background"))
         if columns != self._columns:
             self._columns = columns
             rows = math.ceil(sms / columns)
             self.box.setRange(xRange=(0, columns), yRange=(-1.0, rows), padding=0.03)
         sp = s.split
-        set_text(self.title,
+        self.title.setText(
                  f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "
                  f"in {sp.waves} wave{'s' if sp.waves > 1 else ''}")
-        self.title.setPos(0, -0.15)
 
         us = s.curve_time * 1e6
-        self.curve.setData(s.curve_splits, us)
-        self.unsplit.setData([1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
-        self.dot.setData([self.model.splits], [sp.total_time * 1e6])
+        set_curve(self.curve, s.curve_splits, us)
+        set_curve(self.unsplit, [1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
+        self.dot.set_points([self.model.splits], [sp.total_time * 1e6])
         # The two labels sit on opposite sides of the lines' right ends, never on each other.
         above = float(us[-1]) >= s.unsplit.total_time * 1e6
         self.unsplit_label.setAnchor((1, 0) if above else (1, 1))

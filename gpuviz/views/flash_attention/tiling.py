@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.core.plots import CellGrid, diagram_widget
 from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
-from gpuviz.views.flash_attention._text import set_text, show_message
+from gpuviz.views.flash_attention._items import PixelText
+from gpuviz.views.flash_attention._text import show_message
 
 GAP = 0.08
 PAST_ALPHA = 70
@@ -29,13 +31,16 @@ class FlashTilingView(FigureView):
         canvas, self.box = diagram_widget()
         self.cells = CellGrid()
         self.box.addItem(self.cells)
-        self.q_label = text_item("Q", bold=True, anchor=(1, 0.5))
-        self.k_label = text_item("Kᵀ, V", bold=True, anchor=(0.5, 1))
-        self.o_label = text_item("O", bold=True, anchor=(0, 0.5))
-        self.status = text_item("", anchor=(0, 0), size=10)
+        self.q_label = PixelText("Q", bold=True, anchor=(1, 0.5))
+        self.k_label = PixelText("Kᵀ, V", bold=True, anchor=(0.5, 1))
+        self.o_label = PixelText("O", bold=True, anchor=(0, 0.5))
+        self.status = PixelText("", anchor=(0, 0), size=10)
         for item in (self.q_label, self.k_label, self.o_label, self.status):
             self.box.addItem(item)
         self.add_plot(canvas)
+        # The legend below the readouts uses coloured swatches: rich text, set only when
+        # the mode or the mask changes (MessageLabel is plain text by default).
+        self.message.setTextFormat(Qt.RichText)
         self._geometry: tuple[int, ...] = ()
         self._rects = np.zeros((0, 4))
         self._order = np.zeros((0, 0), dtype=int)
@@ -135,7 +140,7 @@ class FlashTilingView(FigureView):
         rects[-1] = cursor
         self.cells.set_cells(rects, fills, outlines, outline_width=2.5)
 
-        set_text(self.status, self._status(s, phase, ci, cj))
+        self.status.setText(self._status(s, phase, ci, cj))
         self._legend(flash)
 
     def _status(self, s: object, phase: int, ci: int, cj: int) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtWidgets import QFrame, QLabel
+from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.core.plots import CellGrid, diagram_widget
 from gpuviz.models.gpu_architecture import LEVELS, WARP_SIZE
+from gpuviz.views.roofline._fast import TextLayer, TextPanel
 
 # Diagram layout, in data units (y grows downwards).
 WIDTH = 68.0
@@ -57,15 +57,8 @@ class HierarchyView(FigureView):
             # default minimum width.
             button.setMinimumWidth(24)
 
-        self.description = QLabel()
-        self.description.setWordWrap(True)
-        self.description.setFrameShape(QFrame.StyledPanel)
-        self.description.setMargin(6)
-        self.description.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        # A fixed height spares a relayout of the whole page each time the text changes.
-        line = self.description.fontMetrics().lineSpacing()
-        self.description.setFixedHeight(int(line * 4.2 + 16))
-        self.description.setAccessibleName("What the selected level is")
+        # A fixed-height panel: new text repaints it alone, without a relayout of the page.
+        self.description = TextPanel(4.2, accessible_name="What the selected level is")
         self.add_plot(self.description, 0)
 
         canvas, self.box = diagram_widget()
@@ -75,11 +68,13 @@ class HierarchyView(FigureView):
         self.sm_image = pg.ImageItem(axisOrder="row-major")
         self.cells = CellGrid(font_size=8.5)  # level boxes and waves: a few dozen cells
         self.outlines = CellGrid()
-        self.block_title = text_item(anchor=(0, 1))
-        self.sm_title = text_item(anchor=(0, 1))
-        self.wave_title = text_item(anchor=(0, 1))
+        # The three titles: one item painted in one call.
+        self.titles = TextLayer(QRectF(-5, -5, WIDTH + 10, HEIGHT + 10))
+        self.block_title = self.titles.add(anchor=(0, 1))
+        self.sm_title = self.titles.add(anchor=(0, 1))
+        self.wave_title = self.titles.add(anchor=(0, 1))
         for item in (self.block_image, self.sm_image, self.cells, self.outlines,
-                     self.block_title, self.sm_title, self.wave_title):
+                     self.titles):
             self.box.addItem(item)
         self.box.setRange(xRange=(0, WIDTH), yRange=(-0.3, HEIGHT), padding=0.02)
         self.box.scene().sigMouseClicked.connect(self._on_click)

@@ -6,13 +6,12 @@ import html
 import math
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QFrame, QLabel
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, plot_widget
 from gpuviz.models.gpu_architecture import (
     LINK_LEVELS,
     MEMORY_LEVELS,
@@ -20,6 +19,7 @@ from gpuviz.models.gpu_architecture import (
     QUANTITIES,
     format_quantity,
 )
+from gpuviz.views.roofline._fast import TextLayer, TextPanel
 
 # Fixed log10 axis range per quantity (bytes, bytes/s, ns), wide enough for every GPU and
 # for the value labels to the right of the bars.
@@ -60,22 +60,17 @@ class MemoryHierarchyView(FigureView):
         self.bars = CellGrid()  # opaque, unantialiased rectangles: cheap to repaint
         self.bars.clicked.connect(self._on_bar)
         item.addItem(self.bars)
-        self.labels = [text_item(anchor=(0, 0.5), bold=True) for _ in range(MAX_ROWS)]
-        for label in self.labels:
-            item.addItem(label)
+        # The value labels: one item painted in one call.
+        self.label_layer = TextLayer(QRectF(-1, -1, 20, MAX_ROWS + 2))
+        self.labels = [self.label_layer.add(anchor=(0, 0.5), bold=True)
+                       for _ in range(MAX_ROWS)]
+        item.addItem(self.label_layer)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         self.plot.setToolTip("Click a bar (or its row) to select that level")
         self.add_plot(self.plot, 1)
 
-        self.sources = QLabel()
-        self.sources.setWordWrap(True)
-        self.sources.setTextFormat(Qt.RichText)
-        self.sources.setFrameShape(QFrame.StyledPanel)
-        self.sources.setMargin(6)
-        self.sources.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        # A fixed height spares a relayout of the whole page each time the text changes.
-        self.sources.setFixedHeight(int(self.sources.fontMetrics().lineSpacing() * 8.3 + 16))
-        self.sources.setAccessibleName("Sources of the selected level's numbers")
+        # A fixed-height panel: new text repaints it alone, without a relayout of the page.
+        self.sources = TextPanel(8.3, accessible_name="Sources of the selected level's numbers")
         self.add_plot(self.sources, 0)
         self._rows: list[str] = []
         self._axis_key: tuple | None = None

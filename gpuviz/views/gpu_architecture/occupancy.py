@@ -40,7 +40,7 @@ class OccupancyView(FigureView):
         self.slots = CellGrid()
         self.slots_box.addItem(self.slots)
         self.slots_box.addItem(self.slots_title)
-        self.add_plot(canvas, 2)
+        self.add_plot(canvas, 1)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -63,10 +63,10 @@ class OccupancyView(FigureView):
                 fills.append(theme.color("idle", 150))
         self.slots.set_cells(grid_rects(max_warps, WARP_SLOT_COLUMNS, y0=0.2), fills)
         self.slots_title.setText(
-            f"Warp slots of one SM: {out.active_warps} of {max_warps} in use "
-            f"(blue, one shade per block), the rest idle (violet)")
+            f"Warp slots of one SM: {out.active_warps} of {max_warps} in use\n"
+            f"blue: one shade per block · violet: idle")
         self.slots_title.setPos(0, 0.1)
-        self.slots_box.setRange(xRange=(0, WARP_SLOT_COLUMNS), yRange=(-1.2, 2.3), padding=0.02)
+        self.slots_box.setRange(xRange=(0, WARP_SLOT_COLUMNS), yRange=(-2.0, 2.3), padding=0.02)
 
         if out.failure:
             self.message.show_message(f"The launch fails: {out.failure}. Not even one block "

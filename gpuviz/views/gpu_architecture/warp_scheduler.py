@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, pen, plot_widget
+from gpuviz.views.roofline._fast import TextPanel
 
 ROW_HEIGHT = 0.7
 
@@ -26,15 +26,8 @@ class WarpSchedulerView(FigureView):
         for name in ("warps", "issue_cycles", "memory_latency"):
             self.controls.add(name)
 
-        self.formula = QLabel()
-        self.formula.setWordWrap(True)
-        self.formula.setTextFormat(Qt.RichText)
-        self.formula.setFrameShape(QFrame.StyledPanel)
-        self.formula.setMargin(6)
-        self.formula.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        # A fixed height spares a relayout of the whole page each time the text changes.
-        self.formula.setFixedHeight(int(self.formula.fontMetrics().lineSpacing() * 4.3 + 16))
-        self.formula.setAccessibleName("Formula panel")
+        # A fixed-height panel: new text repaints it alone, without a relayout of the page.
+        self.formula = TextPanel(4.3, accessible_name="Formula panel")
         self.add_plot(self.formula, 0)
 
         self.plot = plot_widget("Time", x_unit="cycles")

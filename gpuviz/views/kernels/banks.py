@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.core.plots import CellGrid, diagram_widget
 from gpuviz.models.kernels import BANKS, TILE_ROWS, BankAccess
+from gpuviz.views.kernels._fast import FastCellGrid, FastText
 
 ROWS = 33  # drawn word rows: a 32 x 33 tile fills 33 rows of 32 banks
 LABEL_WIDTH = 3.0  # room for the word address at the left of a row
@@ -27,12 +29,21 @@ class BankConflictView(FigureView):
         self.box.setAspectLocked(False)
         # The tile layout changes only between 32 and 33 words per row; the words the warp
         # reads (at most 32 cells) are drawn on top by a grid of their own.
-        self.words = CellGrid()
-        self.read = CellGrid(font_size=7)
-        self.labels = CellGrid(font_size=7)
-        self.bars = CellGrid(font_size=8)
+        # One grid per tile layout (32 or 33 words per row), drawn once; the pattern
+        # only picks which one shows.
+        self.words = {width: CellGrid() for width in (BANKS, BANKS + 1)}
+        self.read = FastCellGrid(font_size=7)
+        self.labels = FastCellGrid(font_size=7)
+        self.bars = FastCellGrid(font_size=8)
+        # The tile and the bank numbers change at most with the padding: keep them as
+        # pixmaps, so a new access pattern repaints only the words read and the bars.
+        for static in (*self.words.values(), self.labels):
+            static.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._layout_width = 0
-        for item in (self.words, self.read, self.labels, self.bars):
+        for width, grid in self.words.items():
+            self._draw_tile(grid, width)
+            grid.setVisible(False)
+        for item in (*self.words.values(), self.read, self.labels, self.bars):
             self.box.addItem(item)
 
         # Bank numbers over the grid, word addresses every fourth row.
@@ -44,9 +55,9 @@ class BankConflictView(FigureView):
         texts = [str(b) for b in range(BANKS)] + [f"w{r * BANKS}" for r in rows]
         self.labels.set_cells(np.concatenate([header, side]), [None] * len(texts), texts=texts,
                               text_color=theme.color("muted"))
-        self.bank_title = text_item("bank →", role="muted", size=8, anchor=(1, 0.5))
+        self.bank_title = FastText("bank →", role="muted", size=8, anchor=(1, 0.5))
         self.bank_title.setPos(-0.1, -0.6)
-        self.bar_title = text_item("", role="muted", size=9, anchor=(0, 0))
+        self.bar_title = FastText("", role="muted", size=9, anchor=(0, 0))
         self.bar_title.setPos(0, BAR_BASE + 0.1)
         for item in (self.bank_title, self.bar_title):
             self.box.addItem(item)
@@ -58,7 +69,8 @@ class BankConflictView(FigureView):
         out = self.model.out
         if out.row_words != self._layout_width:
             self._layout_width = out.row_words
-            self._draw_tile(out.row_words)
+            for width, grid in self.words.items():
+                grid.setVisible(width == out.row_words)
         readers: dict[int, list[int]] = {}
         for thread, word in enumerate(out.words.tolist()):
             readers.setdefault(word, []).append(thread)
@@ -89,7 +101,8 @@ class BankConflictView(FigureView):
 
         self._say(out, busiest)
 
-    def _draw_tile(self, width: int) -> None:
+    @staticmethod
+    def _draw_tile(grid: CellGrid, width: int) -> None:
         """The words of the 32-row tile shaded by tile row, padding words in grey."""
         index = np.arange(ROWS * BANKS)
         rects = np.column_stack([index % BANKS, index // BANKS,
@@ -99,7 +112,7 @@ class BankConflictView(FigureView):
         padding = theme.color("neutral", 220)
         fills = [None if r >= TILE_ROWS else (padding if c >= BANKS else shades[r % 2])
                  for r, c in zip(tile_row.tolist(), tile_col.tolist(), strict=True)]
-        self.words.set_cells(rects, fills)
+        grid.set_cells(rects, fills)
 
     def _say(self, out: BankAccess, busiest: int) -> None:
         if out.degree > 1:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QPen
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, brush, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, brush, diagram_widget, pen, plot_widget
 from gpuviz.models.kernels import (
     ELEMENT_BYTES,
     SECTOR_BYTES,
@@ -16,6 +19,7 @@ from gpuviz.models.kernels import (
     CoalescingModel,
     warp_load,
 )
+from gpuviz.views.kernels._fast import FastCellGrid, FastText
 
 ROW = 32  # elements drawn per row (128 bytes, four sectors)
 PER_SECTOR = SECTOR_BYTES // ELEMENT_BYTES
@@ -27,6 +31,7 @@ ROW_STEPS = (2, 4, 8)
 STRIDE_MAX = int(CoalescingModel.parameter("stride").maximum)
 STRIDES = np.arange(1, STRIDE_MAX + 1)
 WIDTH = ROW + (ROW // PER_SECTOR - 1) * SECTOR_GAP
+BAR_WIDTH = 0.7
 
 
 def _element_x(column: np.ndarray) -> np.ndarray:
@@ -39,38 +44,65 @@ class CoalescingView(FigureView):
         self.controls.add("stride")
 
         canvas, self.box = diagram_widget()
-        self.elements = CellGrid(font_size=7)
+        # Everything in the diagram hangs from one container: when the number of rows
+        # steps, moving it is enough wherever the width sets the zoom (the usual case),
+        # and far cheaper than a new view range.
+        self.content = QGraphicsRectItem()
+        self.content.setPen(QPen(Qt.NoPen))
+        self.content.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents)
+        self.box.addItem(self.content)
+        self.elements = FastCellGrid(font_size=7)
         self.sectors = CellGrid()
-        self.labels = CellGrid(font_size=7)
-        for item in (self.elements, self.sectors, self.labels):
-            self.box.addItem(item)
-        self.title = text_item(anchor=(0, 1), bold=True)
+        self.labels = FastCellGrid(font_size=7)
+        self.title = FastText(anchor=(0, 1), bold=True)
         self.title.setPos(0, -0.15)
-        self.key = text_item("solid: read by thread n    pale: fetched, unused\n"
+        self.key = FastText("solid: read by thread n    pale: fetched, unused\n"
                              "magenta frame: one 32-byte sector fetched", role="muted",
                              size=9, anchor=(0, 0))
-        self.more = text_item(role="highlight", size=9, anchor=(0, 0))
-        self.box.addItem(self.more)
-        self.box.addItem(self.title)
-        self.box.addItem(self.key)
+        self.more = FastText(role="highlight", size=9, anchor=(0, 0))
+        for item in (self.elements, self.sectors, self.labels, self.more, self.title,
+                     self.key):
+            item.setParentItem(self.content)
+        self._range_rows = 0
 
         # Sectors per warp load for every stride, the current one marked.
         self.sweep_plot = plot_widget("Stride (elements)", "Sectors per warp load")
         item = self.sweep_plot.getPlotItem()
         item.setXRange(0.5, STRIDE_MAX + 0.5, padding=0)
         item.setYRange(0, WARP_SIZE + 6, padding=0)
-        self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=0.7,
+        self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=BAR_WIDTH,
                                      brush=brush("memory_light", 170), pen=pen("memory_light", 1))
         item.addItem(self.sweep)
-        self.current = pg.BarGraphItem(x=[1], height=[0], width=0.7, brush=brush("memory"),
-                                       pen=pen("highlight", 2))
+        # The current stride's bar and its number: Qt's own items, which run no Python
+        # when painted (pyqtgraph's bar graph and TextItem do).
+        self.current = QGraphicsRectItem()
+        self.current.setBrush(brush("memory"))
+        self.current.setPen(pen("highlight", 2))
         item.addItem(self.current)
-        self.current_label = text_item(anchor=(0.5, 1), bold=True)
+        self.current_label = FastText(anchor=(0.5, 1), bold=True)
         item.addItem(self.current_label)
         self.add_plot(canvas, 3)
         self.add_plot(self.sweep_plot, 2)
         self._rows = 0
         self._sweep_offset = -1
+
+    def _fit_rows(self, rows: int) -> None:
+        """Show `rows` rows as `setRange(x: labels to last column, y: -1.4 to rows + 3.2)`
+        would, centred. When the width sets the zoom both for these rows and for the
+        range in place, only the centre moves: shift the content instead."""
+        size = self.box.size()
+        x_span = WIDTH + 0.2 + LABEL_WIDTH
+
+        def width_bound(r: int) -> bool:
+            return (r + 4.6) * size.width() <= x_span * size.height()
+
+        if self._range_rows and width_bound(rows) and width_bound(self._range_rows):
+            self.content.setPos(0, (self._range_rows - rows) / 2)
+            return
+        self._range_rows = rows
+        self.content.setPos(0, 0)
+        self.box.setRange(xRange=(-LABEL_WIDTH, WIDTH + 0.2), yRange=(-1.4, rows + 3.2),
+                          padding=0.02)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -121,8 +153,7 @@ class CoalescingView(FigureView):
                                   text_color=theme.color("muted"))
             self.key.setPos(0, rows + 0.3)
             self.more.setPos(0, rows + 2.1)
-            self.box.setRange(xRange=(-LABEL_WIDTH, WIDTH + 0.2), yRange=(-1.4, rows + 3.2),
-                              padding=0.02)
+            self._fit_rows(rows)
         hidden = int(np.count_nonzero(~drawn))
         self.more.setText(
             f"Not drawn: {needed - rows} more rows like these, holding threads "
@@ -134,7 +165,7 @@ class CoalescingView(FigureView):
             self._sweep_offset = offset
             self.sweep.setOpts(height=[warp_load(int(s), offset).sectors.size for s in STRIDES])
         sectors = int(out.sectors.size)
-        self.current.setOpts(x=[self.model.stride], height=[sectors])
+        self.current.setRect(QRectF(self.model.stride - BAR_WIDTH / 2, 0, BAR_WIDTH, sectors))
         self.current_label.setText(str(sectors))
         self.current_label.setPos(self.model.stride, sectors + 2)
         self.title.setText(f"{sectors} sectors: {format_value(out.bytes_fetched, 'B')} fetched "

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QGraphicsRectItem
+from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import brush, pen, plot_widget, text_item
+from gpuviz.core.plots import brush, pen, plot_widget
 from gpuviz.models.kernels import FUSION_N_MAX, FUSION_N_MIN, US
+from gpuviz.views.kernels._fast import FastText, dot, opaque_blend
 
 # Fixed log10 ranges: every setting of the figure fits, so the axes never move.
 TIME_RANGE_US = (0.1, 3e5)
@@ -41,60 +43,80 @@ class FusionView(FigureView):
             item.getAxis(axis).setTicks([[(d, _power_of_ten(d)) for d in decades], []])
         self._y_top, self._y_bottom = y_hi, y_lo
 
-        # Items that know nothing of log mode (region, lines, text) take log10 positions.
-        # A plain rectangle: LinearRegionItem is interactive and costs more per update.
+        # Every item but the legend takes log10 positions and is painted by Qt alone
+        # (pyqtgraph's log-mode curves, scatter dots, InfiniteLine and TextItem run Python
+        # on every repaint). A plain rectangle: LinearRegionItem is interactive and costs
+        # more per update; opaque, as the translucent violet looks over the plain
+        # background (the grid is drawn above it either way), so it needs no blending.
         self.region = QGraphicsRectItem()
-        self.region.setBrush(brush("idle", 60))
+        self.region.setBrush(opaque_blend("idle", 60))
         self.region.setPen(pg.mkPen(None))
         self.region.setZValue(-10)
         item.addItem(self.region)
-        self.region_label = text_item("launch-bound", role="idle", size=10, bold=True,
-                                      anchor=(0, 0))
+        self.region_label = FastText("launch-bound", role="idle", size=10, bold=True,
+                                     anchor=(0, 0))
         item.addItem(self.region_label)
-        self.memory_label = text_item("memory-bound", role="muted", size=10, bold=True,
-                                      anchor=(1, 0))
+        self.memory_label = FastText("memory-bound", role="muted", size=10, bold=True,
+                                     anchor=(1, 0))
         self.memory_label.setPos(x_hi + X_MARGIN - 0.05, y_hi - 0.05)
         item.addItem(self.memory_label)
-        self.n_line = pg.InfiniteLine(angle=90, movable=False,
-                                      pen=pen("neutral", 1.0, pg.QtCore.Qt.DashLine))
+        self.n_line = QGraphicsLineItem(0, y_lo, 0, y_hi)
+        self.n_line.setPen(pen("neutral", 1.0, pg.QtCore.Qt.DashLine))
         item.addItem(self.n_line)
 
         item.addLegend(offset=(-10, -10), labelTextColor=theme.color("text"),
                        labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
                        brush=brush("background", 200))
-        self.unfused = item.plot(pen=pen("memory", 2.5), name="Unfused chain (k kernels)")
-        self.fused = item.plot(pen=pen("onchip", 2.5), name="Fused (1 kernel)")
-        self.unfused_dot = item.plot(pen=None, symbol="o", symbolSize=10,
-                                     symbolBrush=brush("memory"), symbolPen=pen("text", 1))
-        self.fused_dot = item.plot(pen=None, symbol="o", symbolSize=10,
-                                   symbolBrush=brush("onchip"), symbolPen=pen("text", 1))
-        self.speed_label = text_item(size=10, bold=True, anchor=(0, 0.5))
-        item.addItem(self.speed_label)
+        # Curves of a handful of points (see `fusion()`), given in log10 coordinates.
+        self.unfused = pg.PlotCurveItem(pen=pen("memory", 2.5), name="Unfused chain (k kernels)",
+                                        skipFiniteCheck=True)
+        self.fused = pg.PlotCurveItem(pen=pen("onchip", 2.5), name="Fused (1 kernel)",
+                                      skipFiniteCheck=True)
+        for curve in (self.unfused, self.fused):
+            item.addItem(curve)
+        self.unfused_dot = dot(brush("memory"), pen("text", 1))
+        self.fused_dot = dot(brush("onchip"), pen("text", 1))
+        self.speed_label = FastText(size=10, bold=True, anchor=(0, 0.5))
+        for overlay in (self.unfused_dot, self.fused_dot, self.speed_label):
+            overlay.setZValue(10)  # over the curves, as the scatter dots were
+            item.addItem(overlay)
         self.add_plot(self.plot)
+        self._curves: tuple | None = None
+        self._region_right: float | None = None
 
     def refresh(self) -> None:
         out = self.model.out
         n = self.model.elements
-        curve_us = out.unfused_curve_s / US
-        self.unfused.setData(out.n_curve, curve_us)
-        self.fused.setData(out.n_curve, out.fused_curve_s / US)
-        self.unfused_dot.setData([n], [out.unfused_s / US])
-        self.fused_dot.setData([n], [out.fused_s / US])
+        # The curves depend on k, ops, dtype, GPU and launch overhead, not on N.
+        curves = (out.n_curve.tobytes(), out.unfused_curve_s.tobytes(),
+                  out.fused_curve_s.tobytes())
+        if curves != self._curves:
+            self._curves = curves
+            x = np.log10(out.n_curve)
+            self.unfused.setData(x, np.log10(out.unfused_curve_s / US))
+            self.fused.setData(x, np.log10(out.fused_curve_s / US))
+        log_n = math.log10(n)
+        log_unfused = math.log10(out.unfused_s / US)
+        log_fused = math.log10(out.fused_s / US)
+        self.unfused_dot.setPos(log_n, log_unfused)
+        self.fused_dot.setPos(log_n, log_fused)
 
         x_lo = math.log10(FUSION_N_MIN) - X_MARGIN
         x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
         right = min(max(math.log10(out.boundary_n), x_lo), x_hi)
-        self.region.setRect(QRectF(x_lo, self._y_bottom, right - x_lo,
-                                   self._y_top - self._y_bottom))
-        self.region_label.setPos(x_lo + 0.05, self._y_top - 0.05)
-        self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
-        self.n_line.setPos(math.log10(n))
+        if right != self._region_right:
+            self._region_right = right
+            self.region.setRect(QRectF(x_lo, self._y_bottom, right - x_lo,
+                                       self._y_top - self._y_bottom))
+            self.region_label.setPos(x_lo + 0.05, self._y_top - 0.05)
+            self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
+        self.n_line.setPos(log_n, 0)
         # The speed-up sits between the two dots, beside the N line.
-        middle = 0.5 * (math.log10(out.unfused_s / US) + math.log10(out.fused_s / US))
+        middle = 0.5 * (log_unfused + log_fused)
         right_half = n > RIGHT_LABEL_FROM_N
         self.speed_label.setAnchor((1, 0.5) if right_half else (0, 0.5))
         self.speed_label.setText(f" {format_value(out.speedup, '×')} ")
-        self.speed_label.setPos(math.log10(n), middle)
+        self.speed_label.setPos(log_n, middle)
 
         k = self.model.k
         regime = "launch-bound" if out.launch_bound else "memory-bound"

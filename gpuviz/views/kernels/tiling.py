@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget
 from gpuviz.models.kernels import KB, TiledMatmul
+from gpuviz.views.kernels._fast import FastCellGrid, FastText
 
 SIDE = 8.0  # data units of one matrix side, whatever N is, so the diagram never rescales
 GAP = 1.6  # between the matrices, room for their titles
@@ -21,6 +22,8 @@ BAR_Y = 0.1
 SHARED_RANGE_KB = 280.0
 SMALL_FONT = 5.5  # point size of the read counters when N is large
 SMALL_FONT_FROM_N = 16  # fixed x range of the bar; bigger needs are clipped and marked
+BAR_HEIGHT = 0.6
+LIMIT_LABEL_AT = 0.12  # fraction of the bar plot's height, from the bottom
 
 
 def _square_rects(x0: float, y0: float, count: int) -> np.ndarray:
@@ -50,8 +53,8 @@ class TiledMatmulView(FigureView):
 
         canvas, self.box = diagram_widget()
         # Two grids that differ only in font size: the small one serves the biggest N.
-        self.cells = CellGrid(font_size=8)
-        self.small_cells = CellGrid(font_size=SMALL_FONT)
+        self.cells = FastCellGrid(font_size=8)
+        self.small_cells = FastCellGrid(font_size=SMALL_FONT)
         self.tile_lines = CellGrid()
         self.loaded = CellGrid()
         for item in (self.cells, self.small_cells, self.tile_lines, self.loaded):
@@ -60,13 +63,13 @@ class TiledMatmulView(FigureView):
         origin_a = (0.0, SIDE + GAP)
         origin_c = (SIDE + GAP, SIDE + GAP)
         self.origins = {"a": origin_a, "b": origin_b, "c": origin_c}
-        self.title_b = text_item("B: HBM reads", bold=True, anchor=(0, 1))
+        self.title_b = FastText("B: HBM reads", bold=True, anchor=(0, 1))
         self.title_b.setPos(origin_b[0], origin_b[1] - 0.05)
-        self.title_a = text_item("A: HBM reads", bold=True, anchor=(0, 1))
+        self.title_a = FastText("A: HBM reads", bold=True, anchor=(0, 1))
         self.title_a.setPos(origin_a[0], origin_a[1] - 0.05)
-        self.title_c = text_item("", bold=True, anchor=(0, 1))
+        self.title_c = FastText("", bold=True, anchor=(0, 1))
         self.title_c.setPos(origin_c[0], origin_c[1] - 0.05)
-        self.legend = text_item("magenta: in shared memory\nyellow: C on chip\n"
+        self.legend = FastText("magenta: in shared memory\nyellow: C on chip\n"
                                 "blue: C written", role="muted", size=8, anchor=(0, 0))
         self.legend.setPos(0.0, 0.0)
         for item in (self.title_a, self.title_b, self.title_c, self.legend):
@@ -78,26 +81,34 @@ class TiledMatmulView(FigureView):
         self.bar_plot = plot_widget("Shared memory per block for two bf16 tiles (KB)")
         item = self.bar_plot.getPlotItem()
         item.setXRange(0, SHARED_RANGE_KB, padding=0.01)
-        item.setYRange(-1.0, 1.0, padding=0)
+        item.setYRange(-1.0, 1.0, padding=0)  # the limit lines below span this range
         item.getAxis("left").setTicks([[(BAR_Y, "4T²")]])
         item.showGrid(x=True, y=False, alpha=0.25)
-        self.bar = pg.BarGraphItem(x0=[0.0], y=[BAR_Y], width=[1.0], height=0.6)
+        # Qt's own items (a rectangle, lines, plain texts): pyqtgraph's bar graph,
+        # InfiniteLine and its label run Python on every repaint.
+        self.bar = QGraphicsRectItem()
         item.addItem(self.bar)
-        self.bar_label = text_item(anchor=(0, 0.5), bold=True)
+        self.bar_label = FastText(anchor=(0, 0.5), bold=True)
+        self.bar_label.setPos(0, BAR_Y + 0.55)
         item.addItem(self.bar_label)
-        self.default_line = pg.InfiniteLine(
-            angle=90, movable=False, pen=pen("text", 1.5, Qt.DashLine), label="default",
-            labelOpts={"position": 0.12, "color": theme.color("text"),
-                       "anchors": [(0, 0.5), (0, 0.5)]})
-        self.opt_in_line = pg.InfiniteLine(
-            angle=90, movable=False, pen=pen("highlight", 1.5), label="opt-in limit",
-            labelOpts={"position": 0.12, "color": theme.color("highlight"),
-                       "anchors": [(1, 0.5), (1, 0.5)]})
-        item.addItem(self.default_line)
-        item.addItem(self.opt_in_line)
+        y_low, y_high = -1.0, 1.0  # the fixed y range: the limit lines span it
+        label_y = y_low + LIMIT_LABEL_AT * (y_high - y_low)
+        self.default_line = QGraphicsLineItem(0, y_low, 0, y_high)
+        self.default_line.setPen(pen("text", 1.5, Qt.DashLine))
+        self.default_label = FastText(role="text", size=None, anchor=(0, 0.5))
+        self.opt_in_line = QGraphicsLineItem(0, y_low, 0, y_high)
+        self.opt_in_line.setPen(pen("highlight", 1.5))
+        self.opt_in_label = FastText(role="highlight", size=None, anchor=(1, 0.5))
+        for label in (self.default_label, self.opt_in_label):
+            label.setPos(0, label_y)
+        for limit in (self.default_line, self.default_label, self.opt_in_line,
+                      self.opt_in_label):
+            item.addItem(limit)
         self.bar_plot.setMinimumHeight(130)
         self.add_plot(self.bar_plot, 1)
         self._drawn_state: tuple[int, int, int] | None = None
+        self._bar: tuple | None = None
+        self._limits: tuple | None = None
 
     def refresh(self) -> None:
         out = self.model.out
@@ -169,16 +180,24 @@ class TiledMatmulView(FigureView):
         over = need > opt_in_limit
         role = "highlight" if over else "onchip"
         shown = min(need_kb, SHARED_RANGE_KB)
-        self.bar.setOpts(width=[max(shown, 0.5)], brushes=[theme.color(role)],
-                         pens=[theme.color(role)])
+        bar = (max(shown, 0.5), role)
+        if bar != self._bar:
+            self._bar = bar
+            self.bar.setRect(QRectF(0.0, BAR_Y - BAR_HEIGHT / 2, bar[0], BAR_HEIGHT))
+            self.bar.setBrush(theme.color(role))
+            self.bar.setPen(pg.mkPen(theme.color(role)))
         marker = " ▸" if need_kb > SHARED_RANGE_KB else ""
         self.bar_label.setText(f" T = {self.model.full_tile}: {format_value(need_kb, 'KB')}"
                                f"{marker}")
-        self.bar_label.setPos(0, BAR_Y + 0.55)
-        self.default_line.setPos(default_limit / KB)
-        self.opt_in_line.setPos(opt_in_limit / KB)
-        self.default_line.label.setFormat(f"default {format_value(default_limit / KB, 'KB')}")
-        self.opt_in_line.label.setFormat(f"opt-in {format_value(opt_in_limit / KB, 'KB')}")
+        limits = (default_limit, opt_in_limit)
+        if limits != self._limits:
+            self._limits = limits
+            for line, label, limit, name in (
+                    (self.default_line, self.default_label, default_limit, "default"),
+                    (self.opt_in_line, self.opt_in_label, opt_in_limit, "opt-in")):
+                line.setPos(limit / KB, 0)
+                label.setPos(limit / KB, label.y())
+                label.setText(f"{name} {format_value(limit / KB, 'KB')}")
 
         tile = self.model.full_tile
         if over:

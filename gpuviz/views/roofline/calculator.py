@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, pen, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, pen, plot_widget
 from gpuviz.data.hardware import gpu
 from gpuviz.models.roofline import si_text, time_text
+from gpuviz.views.roofline._fast import TextLayer, TextPanel
 from gpuviz.views.roofline._log_axes import nice_ceiling
 
 BAR_HEIGHT = 0.6
@@ -28,10 +28,8 @@ class CalculatorView(FigureView):
         self.controls.add("gpu")
         self.controls.add("faster_gpu")
 
-        self.steps = QLabel()
-        self.steps.setTextFormat(Qt.RichText)
-        self.steps.setWordWrap(True)
-        self.steps.setAccessibleName("The four steps")
+        # Four lines of fixed height: new text repaints the panel, not the whole page.
+        self.steps = TextPanel(4.2, accessible_name="The four steps", framed=False, margin=0)
         self.add_plot(self.steps, 0)
 
         self.time_plot = plot_widget("Time", x_unit="s")
@@ -42,9 +40,11 @@ class CalculatorView(FigureView):
         item.getAxis("left").setTicks([[(0, "Compute time"), (1, "Memory time")], []])
         self.time_bars = CellGrid()
         item.addItem(self.time_bars)
-        self.time_labels = [text_item(size=10, bold=True, anchor=(0, 0.5)) for _ in range(2)]
-        for label in self.time_labels:
-            item.addItem(label)
+        # Bar labels: one item per plot, painted in one call; bounds follow the x range.
+        self.time_layer = TextLayer(QRectF(0, -0.6, 1, 2.2))
+        self.time_labels = [self.time_layer.add(size=10, bold=True, anchor=(0, 0.5))
+                            for _ in range(2)]
+        item.addItem(self.time_layer)
         self._time_max = 0.0
         self.add_plot(self.time_plot, 2)
 
@@ -57,9 +57,11 @@ class CalculatorView(FigureView):
         gitem.addItem(self.gain_bars)
         self.one_line = pg.PlotDataItem(pen=pen("text", 1.5, Qt.DashLine))
         gitem.addItem(self.one_line)
-        self.gain_labels = [text_item(size=10, bold=True, anchor=(0, 0.5)) for _ in range(3)]
-        for label in self.gain_labels:
-            gitem.addItem(label)
+        self.gain_layer = TextLayer(QRectF(0, -0.6, 1, 3.2))
+        self.gain_labels = [self.gain_layer.add(size=10, bold=True, anchor=(0, 0.5))
+                            for _ in range(3)]
+        gitem.addItem(self.gain_layer)
+        self.one_line.setData([1, 1], [-0.6, 2.6])
         self._gain_max = 0.0
         self._gain_ticks: tuple[str, ...] = ()
         self.add_plot(self.gain_plot, 2)
@@ -73,6 +75,7 @@ class CalculatorView(FigureView):
         if top != self._time_max:
             self._time_max = top
             self.time_plot.getPlotItem().setXRange(0, top, padding=0)
+            self.time_layer.set_bounds(QRectF(0, -0.6, top, 2.2))
         bound_index = 0 if t.bound == "compute" else 1
         rects = np.column_stack([np.zeros(2), np.arange(2) - BAR_HEIGHT / 2,
                                  np.maximum(times, top * 1e-3), np.full(2, BAR_HEIGHT)])
@@ -92,6 +95,7 @@ class CalculatorView(FigureView):
         if top_gain != self._gain_max:
             self._gain_max = top_gain
             gitem.setXRange(0, top_gain, padding=0)
+            self.gain_layer.set_bounds(QRectF(0, -0.6, top_gain, 3.2))
         names = tuple(w.label for w in out.what_ifs)
         if names != self._gain_ticks:
             self._gain_ticks = names
@@ -99,7 +103,6 @@ class CalculatorView(FigureView):
         grects = np.column_stack([np.zeros(3), np.arange(3) - BAR_HEIGHT / 2, gains,
                                   np.full(3, BAR_HEIGHT)])
         self.gain_bars.set_cells(grects, [theme.color(r) for r in WHAT_IF_ROLES])
-        self.one_line.setData([1, 1], [-0.6, 2.6])
         for i, (label, w) in enumerate(zip(self.gain_labels, out.what_ifs, strict=True)):
             label.setText(f" {w.speedup:.2f}× ({time_text(w.time)})")
             label.setPos(float(gains[i]), float(i))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, plot_widget, text_item
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
+from gpuviz.views.roofline._fast import TextLayer
 from gpuviz.views.roofline._log_axes import nice_ceiling
 
 BAR_HEIGHT = 0.7
@@ -32,11 +34,17 @@ class LayerOpsView(FigureView):
         self.bars = CellGrid()
         self.bars.clicked.connect(self._on_click)
         item.addItem(self.bars)
-        self.time_labels = [text_item(size=8, anchor=(0, 0.5)) for _ in LAYER_OPS]
-        for label in self.time_labels:
-            item.addItem(label)
+        # The time labels are one item painted in one call; the bounds follow the x range.
+        self.label_layer = TextLayer(QRectF(0, -1, 1, len(LAYER_OPS) + 1))
+        self.time_labels = [self.label_layer.add(size=8, anchor=(0, 0.5)) for _ in LAYER_OPS]
+        item.addItem(self.label_layer)
         self.legend = text_item(size=9, anchor=(1, 0))
+        self.legend.setHtml(
+            f"<span style='color:{theme.color('compute').name()}'>■ compute-bound</span>"
+            f"&nbsp;&nbsp;<span style='color:{theme.color('memory').name()}'>"
+            f"■ memory-bound</span>")
         item.addItem(self.legend)
+        self._legend_pos: tuple[float, float] | None = None
         self._ticks: tuple[str, ...] = ()
         self._x_max = 0.0
         self.add_plot(self.plot)
@@ -60,6 +68,7 @@ class LayerOpsView(FigureView):
         if x_max != self._x_max:
             self._x_max = x_max
             item.setXRange(0, x_max, padding=0)
+            self.label_layer.set_bounds(QRectF(0, -1, x_max, len(LAYER_OPS) + 1))
         rects = np.column_stack([np.zeros(n), np.arange(n) - BAR_HEIGHT / 2,
                                  np.maximum(times, x_max * 1e-3), np.full(n, BAR_HEIGHT)])
         fills = [theme.color("compute" if t.bound == COMPUTE else "memory") for t in out.times]
@@ -72,10 +81,10 @@ class LayerOpsView(FigureView):
                 label.setColor(theme.color("highlight" if i == out.selected else "text"))
             else:
                 label.setText("")
-        self.legend.setHtml(
-            f"<span style='color:{theme.color('compute').name()}'>■ compute-bound</span>"
-            f"&nbsp;&nbsp;<span style='color:{theme.color('memory').name()}'>"
-            f"■ memory-bound</span>")
-        self.legend.setPos(x_max, n - 0.4 - 0.05 * n)
+        # The legend's text never changes (setHtml compares the whole document): set it
+        # in build, move it only when the axis does.
+        if (x_max, n) != self._legend_pos:
+            self._legend_pos = (x_max, n)
+            self.legend.setPos(x_max, n - 0.4 - 0.05 * n)
         text, warn = self.model.message()
         self.message.show_message(text, warn)

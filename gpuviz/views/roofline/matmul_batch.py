@@ -6,18 +6,21 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import pen, plot_widget, text_item
+from gpuviz.core.plots import pen, plot_widget
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
+from gpuviz.views.roofline._fast import TextLayer, TextTable
 from gpuviz.views.roofline._log_axes import set_log_ticks, set_time_ticks
 
 X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
 Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B
+
+
+TABLE_HEADER = ("B", "Work", "Bytes", "FLOP/B", "Time", "Time × (B=1)", "Bound")
 
 
 def _hline(x: tuple[float, float], y: float) -> tuple[list[float], list[float]]:
@@ -48,13 +51,21 @@ class MatmulBatchView(FigureView):
         for part in (self.ceiling, self.ridge, self.curve, self.guess_line, self.answer_line,
                      self.marker):
             item.addItem(part)
-        self.ceiling_label = text_item(role="text", size=9, anchor=(0, 1.05))
-        self.ridge_label = text_item(role="compute", size=9, bold=True, anchor=(1, 1.05))
-        self.guess_label = text_item(role="text", size=9, anchor=(-0.05, 0))
-        self.answer_label = text_item(role="highlight", size=9, bold=True, anchor=(-0.05, 1))
-        for label in (self.ceiling_label, self.ridge_label, self.guess_label,
-                      self.answer_label):
-            item.addItem(label)
+        # The labels of a plot are one item, painted in one call.
+        labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
+                                  Y_RANGE[1] - Y_RANGE[0]))
+        self.ceiling_label = labels.add(role="text", size=9, anchor=(0, 1.05))
+        self.ridge_label = labels.add(role="compute", size=9, bold=True, anchor=(1, 1.05))
+        self.guess_label = labels.add(role="text", size=9, anchor=(-0.05, 0))
+        self.answer_label = labels.add(role="highlight", size=9, bold=True,
+                                       anchor=(-0.05, 1))
+        item.addItem(labels)
+        # Pens and brushes made once: the scatter items cache a rendered symbol per
+        # pen/brush object.
+        self._marker_pen = [pg.mkPen(theme.color("text"), width=1.5)]
+        self._marker_brush = {role: [pg.mkBrush(theme.color(role))]
+                              for role in ("compute", "memory")}
+        self._shown: dict[str, object] = {}
         self.add_plot(self.plot, 3)
 
         self.time_plot = plot_widget("Batch B (tokens, log scale)", "Time")
@@ -66,30 +77,45 @@ class MatmulBatchView(FigureView):
         self.time_marker = pg.ScatterPlotItem(size=12)
         for part in (self.memory_time, self.compute_time, self.time_marker):
             titem.addItem(part)
-        self.memory_time_label = text_item("memory time", role="memory", size=9,
-                                           anchor=(0, 1.05))
-        self.compute_time_label = text_item("compute time", role="compute", size=9,
-                                            anchor=(0, 1.05))
-        titem.addItem(self.memory_time_label)
-        titem.addItem(self.compute_time_label)
+        self.time_text = TextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60))
+        self.memory_time_label = self.time_text.add("memory time", role="memory", size=9,
+                                                    anchor=(0, 1.05))
+        self.compute_time_label = self.time_text.add("compute time", role="compute", size=9,
+                                                     anchor=(0, 1.05))
+        titem.addItem(self.time_text)
         self._time_range: tuple[int, int] | None = None
         self.add_plot(self.time_plot, 2)
 
-        self.table = QLabel()
-        self.table.setTextFormat(Qt.RichText)
-        self.table.setAccessibleName("Work and time for several batch sizes")
+        # Painted by one widget of fixed height: an HTML table in a QLabel cost more to
+        # lay out than the rest of the refresh.
+        self.table = TextTable(TABLE_HEADER, len(self.model.out.table) + 1,
+                               "Work and time for several batch sizes")
         self.add_plot(self.table, 0)
+
+    def _changed(self, key: str, value: object) -> bool:
+        """True (and remember the value) when `value` differs from what is shown."""
+        if self._shown.get(key) == value:
+            return False
+        self._shown[key] = value
+        return True
 
     def refresh(self) -> None:
         out = self.model.out
         row = out.row
         roof = out.roof
         log_b = np.log10(out.curve_batch)
-        self.curve.setData(log_b, np.log10(out.curve_intensity))
         log_ceiling = math.log10(out.ceiling)
         log_ridge = math.log10(roof.ridge)
-        self.ceiling.setData(*_hline(X_RANGE, log_ceiling))
-        self.ridge.setData(*_hline(X_RANGE, log_ridge))
+        # The curves move only with d and the GPU, not with B or the guess.
+        curves_changed = self._changed("curves", (out.curve_batch.tobytes(),
+                                                  out.curve_intensity.tobytes(),
+                                                  out.curve_memory.tobytes(),
+                                                  out.curve_compute.tobytes()))
+        if curves_changed:
+            self.curve.setData(log_b, np.log10(out.curve_intensity))
+        if self._changed("lines", (log_ceiling, log_ridge)):
+            self.ceiling.setData(*_hline(X_RANGE, log_ceiling))
+            self.ridge.setData(*_hline(X_RANGE, log_ridge))
         self.ceiling_label.setText(f"ceiling d/2 = {out.ceiling:,.0f} FLOP/B")
         self.ceiling_label.setPos(X_RANGE[0] + 0.05, log_ceiling)
         self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
@@ -100,27 +126,33 @@ class MatmulBatchView(FigureView):
             self.ceiling_label.setAnchor((0, 1.05))
         x = math.log10(row.batch)
         role = "compute" if row.time.bound == COMPUTE else "memory"
-        self.marker.setData([x], [math.log10(row.intensity)], brush=[theme.color(role)],
-                            pen=[pg.mkPen(theme.color("text"), width=1.5)])
+        if self._changed("marker", (x, row.intensity, role)):
+            self.marker.setData([x], [math.log10(row.intensity)],
+                                brush=self._marker_brush[role], pen=self._marker_pen)
 
         guess = math.log10(self.model.guess_batch)
-        self.guess_line.setData([guess, guess], [Y_RANGE[0], Y_RANGE[1]])
+        if self._changed("guess", guess):
+            self.guess_line.setData([guess, guess], [Y_RANGE[0], Y_RANGE[1]])
         self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
         self.guess_label.setPos(guess, Y_RANGE[1] - 0.05)
         shown = self.model.revealed and math.isfinite(out.b_star)
         if shown:
             bx = math.log10(out.b_star)
-            self.answer_line.setData([bx, bx], [Y_RANGE[0], log_ridge])
+            if self._changed("answer", (bx, log_ridge)):
+                self.answer_line.setData([bx, bx], [Y_RANGE[0], log_ridge])
             self.answer_label.setText(f"B* = {out.b_star:,.0f}")
             self.answer_label.setPos(bx, Y_RANGE[0] + 0.05)
         else:
-            self.answer_line.setData([], [])
+            if self._changed("answer", None):
+                self.answer_line.setData([], [])
             self.answer_label.setText("")
 
-        self.memory_time.setData(log_b, np.log10(out.curve_memory))
-        self.compute_time.setData(log_b, np.log10(out.curve_compute))
-        self.time_marker.setData([x], [math.log10(row.time.time)], brush=[theme.color(role)],
-                                 pen=[pg.mkPen(theme.color("text"), width=1.5)])
+        if curves_changed:
+            self.memory_time.setData(log_b, np.log10(out.curve_memory))
+            self.compute_time.setData(log_b, np.log10(out.curve_compute))
+        if self._changed("time_marker", (x, row.time.time, role)):
+            self.time_marker.setData([x], [math.log10(row.time.time)],
+                                     brush=self._marker_brush[role], pen=self._marker_pen)
         low = math.floor(math.log10(min(out.curve_memory[0], out.curve_compute[0])))
         high = math.ceil(math.log10(max(out.curve_memory[-1], out.curve_compute[-1])))
         if self._time_range != (low, high):  # moves only with d and the GPU, in decades
@@ -131,7 +163,7 @@ class MatmulBatchView(FigureView):
         self.memory_time_label.setPos(X_RANGE[0] + 0.05, math.log10(out.curve_memory[0]))
         self.compute_time_label.setPos(X_RANGE[0] + 0.05, math.log10(out.curve_compute[0]))
 
-        self.table.setText(self._table_html())
+        self.table.set_rows(self._table_rows())
         self.predict.sync()
         if math.isinf(out.b_star) and self.model.revealed:
             self.message.show_message(
@@ -142,23 +174,16 @@ class MatmulBatchView(FigureView):
                 f"B = {row.batch:,}: {row.intensity:,.1f} FLOP/B, "
                 f"{row.time.bound}-bound, {time_text(row.time.time)}.")
 
-    def _table_html(self) -> str:
+    def _table_rows(self) -> list[tuple[list[str], object]]:
         out = self.model.out
         first = out.table[0]
-        text = theme.color("text").name()
-        muted = theme.color("muted").name()
-        cells = ["B", "Work", "Bytes", "FLOP/B", "Time", "Time × (B=1)", "Bound"]
-        head = "".join(f"<th align='right' style='padding:0 6px;color:{muted}'>{c}</th>"
-                       for c in cells)
         rows = []
         for r in (*out.table, out.row):
             current = r is out.row
-            color = theme.color("highlight").name() if current else text
+            color = theme.color("highlight" if current else "text")
             values = [f"{r.batch:,}" + (" (now)" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
                       f"{r.intensity:,.1f}", time_text(r.time.time),
                       f"{r.time.time / first.time.time:,.2f}×", r.time.bound]
-            rows.append("<tr>" + "".join(
-                f"<td align='right' style='padding:0 6px;color:{color}'>{v}</td>"
-                for v in values) + "</tr>")
-        return f"<table cellspacing='0'><tr>{head}</tr>{''.join(rows)}</table>"
+            rows.append((values, color))
+        return rows

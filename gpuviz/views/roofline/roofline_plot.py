@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import pen, plot_widget, text_item
+from gpuviz.core.plots import pen, plot_widget
 from gpuviz.data.hardware import load_gpus
 from gpuviz.models.roofline import (
     COMPUTE,
@@ -19,6 +19,7 @@ from gpuviz.models.roofline import (
     gpu_roof,
     named_ops,
 )
+from gpuviz.views.roofline._fast import TextLayer
 from gpuviz.views.roofline._log_axes import set_log_ticks
 
 X_RANGE = (-3.0, 5.0)  # log10 FLOP/B
@@ -104,26 +105,36 @@ class RooflineView(FigureView):
         self.ridge_line = pg.PlotDataItem(pen=pen("neutral", 1.5, Qt.DotLine))
         for line in (self.other_roofs, self.memory_roof, self.compute_roof, self.ridge_line):
             item.addItem(line)
-        self.memory_label = text_item(role="memory", size=10, bold=True, anchor=(0.5, 1.1))
-        self.compute_label = text_item(role="compute", size=10, bold=True, anchor=(1.0, 1.0))
-        self.ridge_label = text_item(role="text", size=9, anchor=(-0.05, 0.0))
-        self.other_label = text_item(role="neutral", size=8, anchor=(1.0, -0.1))
-        for label in (self.memory_label, self.compute_label, self.ridge_label,
-                      self.other_label):
-            item.addItem(label)
+        # All labels in one item painted in one call (a TextItem each is far slower).
+        self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
+                                            Y_RANGE[1] - Y_RANGE[0]))
+        self.memory_label = self.roof_labels.add(role="memory", size=10, bold=True,
+                                                 anchor=(0.5, 1.1))
+        self.compute_label = self.roof_labels.add(role="compute", size=10, bold=True,
+                                                  anchor=(1.0, 1.0))
+        self.ridge_label = self.roof_labels.add(role="text", size=9, anchor=(-0.05, 0.0))
+        self.other_label = self.roof_labels.add(role="neutral", size=8, anchor=(1.0, -0.1))
+        item.addItem(self.roof_labels)
 
+        self._brushes = {True: pg.mkBrush(theme.color("compute")),
+                         False: pg.mkBrush(theme.color("memory"))}
+        self._pens = {selected: pg.mkPen(theme.color("highlight" if selected else "text"),
+                                         width=theme.line_width(2.0 if selected else 1.0))
+                      for selected in (True, False)}
         self.points = DraggablePoints()
         self.points.setZValue(10)
         item.addItem(self.points)
         self.points.point_clicked.connect(self._on_click)
         self.points.point_dragged.connect(self._on_drag)
-        self.op_labels = []
-        for op in named_ops():
-            label = text_item(op.label, size=9, anchor=LABEL_ANCHORS.get(op.key, (0, 0)))
-            label.setZValue(11)
-            item.addItem(label)
-            self.op_labels.append(label)
+        self.op_layer = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
+                                         Y_RANGE[1] - Y_RANGE[0]))
+        self.op_layer.setZValue(11)
+        item.addItem(self.op_layer)
+        self.op_labels = [self.op_layer.add(op.label, size=9,
+                                            anchor=LABEL_ANCHORS.get(op.key, (0, 0)))
+                          for op in named_ops()]
         self.add_plot(self.plot)
+        self._shown: dict[str, object] = {}
 
     def _on_click(self, index: int) -> None:
         self.model.set("selected_op", named_ops()[index].key)
@@ -147,11 +158,28 @@ class RooflineView(FigureView):
             ax = -0.08
         return ax, ay
 
+    def _changed(self, key: str, value: object) -> bool:
+        """True (and remember the value) when `value` differs from what is shown."""
+        if self._shown.get(key) == value:
+            return False
+        self._shown[key] = value
+        return True
+
     def refresh(self) -> None:
         out = self.model.out
         roof = out.roof
         log_bw, log_peak = math.log10(roof.bandwidth), math.log10(roof.peak)
         log_ridge = log_peak - log_bw
+        # The roofs move only with the GPU and the precision: most refreshes (an op, its
+        # intensity) leave them alone.
+        if self._changed("roof", (roof.gpu_key, self.model.precision, log_bw, log_peak)):
+            self._set_roofs(roof, log_bw, log_peak, log_ridge)
+        self._set_points(out)
+        text, warn = self.model.message()
+        self.message.show_message(text, warn)
+
+    def _set_roofs(self, roof: object, log_bw: float, log_peak: float,
+                   log_ridge: float) -> None:
         self.memory_roof.setData([X_RANGE[0], log_ridge], [log_bw + X_RANGE[0], log_peak])
         self.compute_roof.setData([log_ridge, X_RANGE[1]], [log_peak, log_peak])
         self.ridge_line.setData([log_ridge, log_ridge], [Y_RANGE[0], log_peak])
@@ -178,21 +206,22 @@ class RooflineView(FigureView):
         self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
         self.ridge_label.setPos(log_ridge, Y_RANGE[0] + 0.55)
 
+    def _set_points(self, out: object) -> None:
         log_x = np.log10(out.intensity)
         log_y = np.log10(out.attained)
+        key = (log_x.tobytes(), log_y.tobytes(), tuple(out.bounds), out.selected)
+        if not self._changed("points", key):
+            return
         brushes, pens, sizes = [], [], []
         for i, bound in enumerate(out.bounds):
-            role = "compute" if bound == COMPUTE else "memory"
-            brushes.append(pg.mkBrush(theme.color(role)))
+            # The same pen and brush objects every time: the scatter item caches the
+            # rendered symbol per pen/brush object, so new ones would be re-rendered.
+            brushes.append(self._brushes[bound == COMPUTE])
             selected = i == out.selected
-            pens.append(pg.mkPen(theme.color("highlight" if selected else "text"),
-                                 width=theme.line_width(2.0 if selected else 1.0)))
+            pens.append(self._pens[selected])
             sizes.append(SELECTED_SIZE if selected else POINT_SIZE)
         self.points.setData(x=log_x, y=log_y, brush=brushes, pen=pens, size=sizes)
         for i, label in enumerate(self.op_labels):
             label.setPos(float(log_x[i]), float(log_y[i]))
             label.setAnchor(self._anchor(named_ops()[i].key, float(log_x[i])))
             label.setColor(theme.color("highlight" if i == out.selected else "text"))
-
-        text, warn = self.model.message()
-        self.message.show_message(text, warn)

@@ -1,0 +1,3 @@
+#!/bin/sh
+# /usr/bin/gpuviz: starts the bundled app installed in /opt/gpuviz.
+exec /opt/gpuviz/gpuviz "$@"
