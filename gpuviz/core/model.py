@@ -346,3 +346,57 @@ class AnimatedModel(FigureModel):
 
     def step_once(self) -> None:
         raise NotImplementedError
+
+
+class SteppedModel(AnimatedModel):
+    """An animation made of whole steps (a block, a tile, a product): Step adds one, Play
+    adds one every `step_seconds` of figure time, a huge dt jumps to the end. Subclasses
+    give `total_steps` and read `steps_done`; changing a parameter other than the speed
+    rewinds (override `parameter_changed` to narrow that)."""
+
+    step_seconds = 1.0
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        self._step = 0
+        self._t = 0.0
+        super().__init__(parent)
+
+    @property
+    def total_steps(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def steps_done(self) -> int:
+        return min(self._step, self.total_steps)
+
+    @property
+    def finished(self) -> bool:
+        return self._step >= self.total_steps
+
+    def parameter_changed(self, name: str) -> None:
+        if name != "speed":
+            self.reset_state()
+
+    def reset_state(self) -> None:
+        self._step = 0
+        self._t = 0.0
+        self._outputs = None
+
+    def advance_by(self, dt: float) -> bool:
+        total, per = self.total_steps, self.step_seconds
+        self._t = min(total * per, self._t + max(0.0, dt))
+        self._step = min(total, int(self._t / per + 1e-9))
+        self._outputs = None
+        return self._step < total
+
+    def step_once(self) -> None:
+        self._step = min(self.total_steps, self._step + 1)
+        self._t = self._step * self.step_seconds
+        self._outputs = None
+
+    def finish(self) -> None:
+        """Jump to the last step."""
+        self.set_playing(False)
+        self._step = self.total_steps
+        self._t = self._step * self.step_seconds
+        self._notify()

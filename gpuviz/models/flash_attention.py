@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, SteppedModel
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 BF16_BYTES = 2
@@ -165,11 +165,12 @@ class StepperState:
         return abs(float(self.trace.o[self.trace.blocks]) - self.exact)
 
 
-class OnlineSoftmaxModel(AnimatedModel):
+class OnlineSoftmaxModel(SteppedModel):
     """Figure 4.1: the online softmax, one block of scores per step. Equations in
     `online_softmax_trace`; the naive and exact versions for comparison."""
 
     SECONDS_PER_BLOCK = 1.2
+    step_seconds = SECONDS_PER_BLOCK
 
     n_scores = Parameter(16, label="Scores", unit="scores", minimum=4, maximum=20, step=1,
                          help="Length of the row of attention scores")
@@ -181,46 +182,20 @@ class OnlineSoftmaxModel(AnimatedModel):
                            help="Replace the middle score with 1000: e^1000 overflows "
                                 "a float64, whose exp limit is 709.78")
 
-    def __init__(self, parent: object = None) -> None:
-        super().__init__(parent)
-        self._done = 0
-        self._t = 0.0
-
     @property
     def blocks(self) -> int:
         return math.ceil(self.n_scores / self.block_size)
 
-    # --- time -------------------------------------------------------------------------
-    def reset_state(self) -> None:
-        self._done = 0
-        self._t = 0.0
-
-    def parameter_changed(self, name: str) -> None:
-        if name != "speed":
-            self.reset_state()
-
     @property
-    def finished(self) -> bool:
-        return self._done >= self.blocks
-
-    def advance_by(self, dt: float) -> bool:
-        total = self.blocks * self.SECONDS_PER_BLOCK
-        self._t = min(total, self._t + max(0.0, dt))
-        self._done = min(self.blocks, int(self._t / self.SECONDS_PER_BLOCK + 1e-9))
-        self._outputs = None
-        return not self.finished
-
-    def step_once(self) -> None:
-        self._done = min(self.blocks, self._done + 1)
-        self._t = self._done * self.SECONDS_PER_BLOCK
-        self._outputs = None
+    def total_steps(self) -> int:
+        return self.blocks
 
     # --- outputs ----------------------------------------------------------------------
     def compute(self) -> StepperState:
         scores, values = stepper_scores(self.n_scores, self.seed, self.huge_score)
         trace = online_softmax_trace(scores, values, self.block_size)
         naive_sum, naive_result = naive_softmax_average(scores, values)
-        return StepperState(trace, min(self._done, trace.blocks),
+        return StepperState(trace, min(self._step, trace.blocks),
                             safe_softmax_average(scores, values), naive_sum, naive_result)
 
     def readouts(self) -> dict[str, Readout]:
@@ -376,7 +351,7 @@ class TilingState:
         return self.done >= self.schedule.steps
 
 
-class FlashTilingModel(AnimatedModel):
+class FlashTilingModel(SteppedModel):
     """Figure 4.2: FlashAttention against standard attention on a tiled N x N score
     matrix. Traffic formulas in `standard_attention_traffic` and
     `flash_attention_traffic`, order of work in `attention_schedule`."""
@@ -398,11 +373,6 @@ class FlashTilingModel(AnimatedModel):
                        help="Each query attends only to keys at or before it; "
                             "FlashAttention skips the tiles above the diagonal")
 
-    def __init__(self, parent: object = None) -> None:
-        super().__init__(parent)
-        self._done = 0
-        self._t = 0.0
-
     def _schedule(self) -> TileSchedule:
         return attention_schedule(self.mode, self.seq_len, self.block_size, self.head_dim,
                                   self.causal)
@@ -412,35 +382,13 @@ class FlashTilingModel(AnimatedModel):
         return min(self.MAX_STEP_SECONDS,
                    max(self.MIN_STEP_SECONDS, self.ANIMATION_SECONDS / self.out.schedule.steps))
 
-    def reset_state(self) -> None:
-        self._done = 0
-        self._t = 0.0
-
-    def parameter_changed(self, name: str) -> None:
-        if name != "speed":
-            self.reset_state()
-
     @property
-    def finished(self) -> bool:
-        return self._done >= self.out.schedule.steps
-
-    def advance_by(self, dt: float) -> bool:
-        steps = self.out.schedule.steps
-        per = self.step_seconds
-        self._t = min(steps * per, self._t + max(0.0, dt))
-        self._done = min(steps, int(self._t / per + 1e-9))
-        self._outputs = None
-        return self._done < steps
-
-    def step_once(self) -> None:
-        steps = self.out.schedule.steps
-        self._done = min(steps, self._done + 1)
-        self._t = self._done * self.step_seconds
-        self._outputs = None
+    def total_steps(self) -> int:
+        return self.out.schedule.steps
 
     def compute(self) -> TilingState:
         schedule = self._schedule()
-        done = min(self._done, schedule.steps)
+        done = min(self._step, schedule.steps)
         return TilingState(
             schedule, done, int(schedule.reads[:done].sum()), int(schedule.writes[:done].sum()),
             standard_attention_traffic(self.seq_len, self.head_dim),

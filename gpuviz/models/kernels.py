@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, SteppedModel
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 KB = 1024
@@ -240,7 +240,7 @@ def largest_tile_within(limit_bytes: float, element_bytes: int = BF16_BYTES) -> 
     return math.isqrt(int(limit_bytes // (2 * element_bytes)))
 
 
-class TiledMatmulModel(AnimatedModel):
+class TiledMatmulModel(SteppedModel):
     """Figure 3.2: a tiled matmul stepped one tile load at a time, with HBM read counters
     for every element of A and B over the whole kernel (see `tiled_matmul_state`), and the
     shared memory two full-size bf16 tiles need (`tile_pair_shared_bytes`) against the
@@ -259,11 +259,6 @@ class TiledMatmulModel(AnimatedModel):
     gpu = Parameter(DEFAULT_GPU, label="GPU", choices=gpu_choices,
                     help="Per-block shared-memory limits come from this GPU's data")
 
-    def __init__(self, parent: object = None) -> None:
-        self._steps = 0
-        self._phase = 0.0
-        super().__init__(parent)
-
     @property
     def n(self) -> int:
         return int(self.matrix_size)
@@ -277,42 +272,16 @@ class TiledMatmulModel(AnimatedModel):
         return (self.n // self.t) ** 3
 
     @property
-    def finished(self) -> bool:
-        return self._steps >= self.total_steps
+    def step_seconds(self) -> float:
+        # At least PLAY_STEPS_PER_SECOND, faster for big settings so a run stays short.
+        return 1.0 / max(PLAY_STEPS_PER_SECOND, self.total_steps / PLAY_RUN_SECONDS)
 
     def parameter_changed(self, name: str) -> None:
         if name in ("matrix_size", "tile_size"):
             self.reset_state()
 
-    def reset_state(self) -> None:
-        self._steps = 0
-        self._phase = 0.0
-
-    def step_once(self) -> None:
-        self._steps = min(self._steps + 1, self.total_steps)
-
-    def finish(self) -> None:
-        """Jump to the end of the kernel (every output tile done)."""
-        self.set_playing(False)
-        self._steps = self.total_steps
-        self._notify()
-
-    def play_rate(self) -> float:
-        """Steps per second of figure time."""
-        return max(PLAY_STEPS_PER_SECOND, self.total_steps / PLAY_RUN_SECONDS)
-
-    def advance_by(self, dt: float) -> bool:
-        if not math.isfinite(dt) or dt > self.total_steps / self.play_rate():
-            self._steps = self.total_steps
-            return False
-        self._phase += max(dt, 0.0) * self.play_rate()
-        whole = int(self._phase)
-        self._phase -= whole
-        self._steps = min(self._steps + whole, self.total_steps)
-        return not self.finished
-
     def compute(self) -> TiledMatmul:
-        return tiled_matmul_state(self.n, self.t, self._steps)
+        return tiled_matmul_state(self.n, self.t, self.steps_done)
 
     def shared_memory(self) -> tuple[int, float, float]:
         """Bytes two full-size bf16 tiles need, and the default and opt-in limits (B)."""
