@@ -117,7 +117,8 @@ def parse_lessons(value: Any) -> tuple[int, ...]:
         raise KioskConfigError("lessons: no lesson given")
     unknown = sorted(set(numbers) - known)
     if unknown:
-        raise KioskConfigError(f"lessons: no lesson {', '.join(map(str, unknown))}; "
+        shown = ", ".join(map(str, unknown[:3])) + (" …" if len(unknown) > 3 else "")
+        raise KioskConfigError(f"lessons: no lesson {shown}; "
                                f"lessons are {min(known)} to {max(known)}")
     return tuple(sorted(set(numbers)))
 
