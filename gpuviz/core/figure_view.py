@@ -40,6 +40,7 @@ class FigureView(QWidget):
         super().__init__(parent)
         self.model = model
         self._refresh_pending = False
+        self._shown: dict[object, object] = {}
         self.controls = ControlPanel(model)
         self.readouts = ReadoutPanel(model)
         self.message = MessageLabel()
@@ -93,6 +94,19 @@ class FigureView(QWidget):
             self.time_controls.sync()
         self.readouts.sync()
         self.refresh()
+
+    def needs_update(self, key: object, value: object) -> bool:
+        """True (and remember `value`) when `value` differs from what was last shown under
+        `key`. Guard the costly updates of `refresh()` with it (text relayouts, setData):
+        most refreshes change only a few of the items."""
+        if key in self._shown and self._shown[key] == value:
+            return False
+        self._shown[key] = value
+        return True
+
+    def forget_shown(self, key: object) -> None:
+        """Make the next `needs_update(key, ...)` true (the item was changed elsewhere)."""
+        self._shown.pop(key, None)
 
     def build(self) -> None:
         raise NotImplementedError

@@ -1,16 +1,22 @@
-"""pyqtgraph pieces shared by the figures: themed plots, diagram canvases, and CellGrid,
-one graphics item that paints any number of coloured cells in a single paint() call."""
+"""pyqtgraph pieces shared by the figures: themed plots, diagram canvases, CellGrid (one
+graphics item that paints any number of coloured cells in a single paint() call), and
+stand-ins for pyqtgraph items that run Python on every repaint (TextItem, ScatterPlotItem,
+InfiniteLine, PlotDataItem): `text_item`, `Dots`, `Segment`, `curve`/`set_curve`.
+Their setters do nothing when nothing changed, so a refresh repaints only what moved."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPen
+from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPen, QPixmap, QStaticText, QTransform
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsLineItem, QGraphicsPixmapItem
 
 from gpuviz import theme
+from gpuviz.core.text import PixelText
 
 pg.setConfigOptions(antialias=False)
 
@@ -78,25 +84,29 @@ def brush(role: str, alpha: int = 255) -> pg.QtGui.QBrush:
     return pg.mkBrush(theme.color(role, alpha))
 
 
-class Label(pg.TextItem):
-    """A TextItem that re-lays out its text only when the text really changes."""
+def opaque_blend(role: str, alpha: int, under: str = "background") -> QColor:
+    """The opaque colour that `role` at `alpha` shows over the plain `under` colour:
+    identical on screen, but filled without blending."""
+    top, bottom = theme.color(role), theme.color(under)
+    a = alpha / 255
+    return QColor(*(round(a * t + (1 - a) * b) for t, b in
+                    ((top.red(), bottom.red()), (top.green(), bottom.green()),
+                     (top.blue(), bottom.blue()))))
 
-    def setText(self, text: str, color: object = None) -> None:  # noqa: N802 - Qt naming
-        if text != getattr(self, "_shown_text", None) or color is not None:
-            self._shown_text = text
-            super().setText(text, color)
 
-
-def text_item(text: str = "", role: str = "text", size: float = 10, bold: bool = False,
-              anchor: tuple[float, float] = (0, 0)) -> Label:
-    item = Label(text, color=theme.color(role), anchor=anchor)
-    item.setFont(theme.font(size, bold))
-    return item
+def text_item(text: str = "", role: str = "text", size: float | None = 10, bold: bool = False,
+              anchor: tuple[float, float] = (0, 0)) -> PixelText:
+    """A plot label placed like pg.TextItem but painted by Qt alone (see gpuviz.core.text)."""
+    return PixelText(text, role, size, bold, anchor)
 
 
 class CellGrid(pg.GraphicsObject):
     """Rectangles with fills, optional outlines and optional centred text, all painted in
-    one call. Update with `set_cells`; click a cell to get `clicked(index)`."""
+    one call. Update with `set_cells`; click a cell to get `clicked(index)`.
+
+    One-line cell texts are cached as laid-out QStaticTexts placed with numpy: drawText
+    lays a string out again on every call (about 25 µs each), milliseconds for a labelled
+    grid. Texts of several lines (a few titles) still go through drawText."""
 
     clicked = Signal(int)
 
@@ -106,7 +116,11 @@ class CellGrid(pg.GraphicsObject):
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
         self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
-        self._texts: list[tuple[QRectF, str]] = []
+        self._static: dict[str, tuple[QStaticText, float, float]] = {}
+        self._text_rows = np.zeros(0, dtype=int)
+        self._text_list: list[QStaticText] = []
+        self._text_sizes = np.zeros((0, 2))
+        self._multiline: list[tuple[QRectF, str]] = []
         self._bounds = QRectF()
         self._outline_width = 1.0
         self._font = theme.font(font_size)
@@ -132,12 +146,37 @@ class CellGrid(pg.GraphicsObject):
                 self._bounds = QRectF()
         self._fill_groups = _group(self._rects, fills)
         self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
-        self._texts = ([(r, t) for r, t in zip(self._rects, texts, strict=True) if t]
-                       if texts is not None else [])
+        if texts is not None and len(texts) != len(self._rects):
+            raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
+        texts = list(texts) if texts is not None else []
+        multiline = "\n" in "".join(texts)
+        rows = [i for i, text in enumerate(texts) if text and not (multiline and "\n" in text)]
+        self._text_rows = np.asarray(rows, dtype=int)
+        static = self._prepare_texts({texts[i] for i in rows})
+        entries = [static[texts[i]] for i in rows]
+        self._text_list = [entry[0] for entry in entries]
+        self._text_sizes = np.array([entry[1:] for entry in entries],
+                                    dtype=float).reshape(-1, 2)
+        self._multiline = ([(self._rects[i], text) for i, text in enumerate(texts)
+                            if "\n" in text] if multiline else [])
         self._outline_width = theme.line_width(outline_width)
         if text_color is not None:
             self._text_color = text_color
         self.update()
+
+    def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
+        """The cache of laid-out texts, holding every one of `texts`."""
+        missing = texts.difference(self._static)
+        if len(self._static) + len(missing) > 4096:  # texts that follow a slider
+            self._static.clear()
+            missing = texts
+        for text in missing:
+            static = QStaticText(text)
+            static.setTextFormat(Qt.PlainText)
+            static.prepare(QTransform(), self._font)
+            size = static.size()
+            self._static[text] = (static, size.width(), size.height())
+        return self._static
 
     def boundingRect(self) -> QRectF:
         return self._bounds
@@ -155,16 +194,25 @@ class CellGrid(pg.GraphicsObject):
             qpen.setWidthF(self._outline_width)
             painter.setPen(qpen)
             painter.drawRects(rects)
-        if self._texts:
-            # Text is drawn in device pixels so it keeps its size whatever the zoom.
-            transform = painter.transform()
-            painter.save()
-            painter.resetTransform()
-            painter.setFont(self._font)
-            painter.setPen(self._text_color)
-            for rect, text in self._texts:
-                painter.drawText(transform.mapRect(rect), Qt.AlignCenter, text)
-            painter.restore()
+        if not self._text_list and not self._multiline:
+            return
+        # Text is drawn in device pixels so it keeps its size whatever the zoom. The view
+        # only scales and translates: map all the cells in one go, centring each text
+        # where drawText(rect, AlignCenter) puts it.
+        t = painter.transform()
+        cells = self._array[self._text_rows]
+        x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
+        y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
+        painter.save()
+        painter.resetTransform()
+        painter.setFont(self._font)
+        painter.setPen(self._text_color)
+        draw = painter.drawStaticText
+        for px, py, static in zip(x.tolist(), y.tolist(), self._text_list, strict=True):
+            draw(QPointF(px, py), static)
+        for rect, text in self._multiline:
+            painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)
+        painter.restore()
 
     def index_at(self, point: QPointF) -> int:
         for index, rect in enumerate(self._rects):
@@ -197,3 +245,112 @@ def grid_rects(count: int, columns: int, *, x0: float = 0.0, y0: float = 0.0,
     rects[:, 1] = y0 + (index // columns) * size
     rects[:, 2:] = size - gap
     return rects
+
+
+class Dots:
+    """Round markers `size` pixels across at data points: the very pixmap pyqtgraph's
+    scatter plots draw for symbol "o", one Qt pixmap item per point, with no Python paint.
+    Points that are not finite are hidden."""
+
+    def __init__(self, view: pg.ViewBox | pg.PlotItem, count: int, size: float,
+                 brushes: Sequence[QColor] | QColor, outline: QPen | None = None) -> None:
+        if isinstance(brushes, QColor):
+            brushes = [brushes] * count
+        outline = outline if outline is not None else QPen(Qt.NoPen)
+        self.items: list[QGraphicsPixmapItem] = []
+        self._points: tuple = ()
+        self._shown = True
+        for fill in brushes:
+            image = renderSymbol("o", size, outline, pg.mkBrush(fill))
+            item = QGraphicsPixmapItem(QPixmap.fromImage(image))
+            item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+            item.setOffset(-image.width() / 2, -image.height() / 2)
+            view.addItem(item)
+            self.items.append(item)
+
+    def set_points(self, xs: Iterable[float], ys: Iterable[float]) -> None:
+        points = tuple(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
+        if points == self._points:
+            return
+        self._points = points
+        for item, (x, y) in zip(self.items, points, strict=True):
+            visible = self._shown and bool(np.isfinite(x) and np.isfinite(y))
+            item.setVisible(visible)
+            if visible:
+                item.setPos(QPointF(x, y))
+
+    def setVisible(self, visible: bool) -> None:  # noqa: N802 - Qt naming
+        self._shown = visible
+        for item, (x, y) in zip(self.items, self._points or [(0.0, 0.0)] * len(self.items),
+                                strict=True):
+            item.setVisible(visible and bool(np.isfinite(x) and np.isfinite(y)))
+
+    def setZValue(self, z: float) -> None:  # noqa: N802 - Qt naming
+        for item in self.items:
+            item.setZValue(z)
+
+
+class Segment(QGraphicsLineItem):
+    """A straight line in data units with a cosmetic pen: a static InfiniteLine.
+
+    QGraphicsLineItem pads its bounding rectangle by half the pen width in *data* units,
+    which on a log axis is a band hundreds of pixels wide that gets repainted whenever the
+    line moves; `set_line` takes the size of a pixel instead, so only a thin strip is."""
+
+    def __init__(self, qpen: QPen) -> None:
+        super().__init__()
+        self.setPen(qpen)
+        self._line = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        self._bounds = QRectF()
+
+    def set_line(self, x0: float, y0: float, x1: float, y1: float,
+                 pixel: tuple[float, float] = (0.0, 0.0)) -> None:
+        """pixel: the width and height of a screen pixel in data units."""
+        line = (float(x0), float(y0), float(x1), float(y1), float(pixel[0]), float(pixel[1]))
+        if line == self._line:
+            return
+        self._line = line
+        self.prepareGeometryChange()
+        pad_x = 3 * abs(line[4]) if np.isfinite(line[4]) else 0.0
+        pad_y = 3 * abs(line[5]) if np.isfinite(line[5]) else 0.0
+        self._bounds = QRectF(QPointF(x0, y0), QPointF(x1, y1)).normalized().adjusted(
+            -pad_x, -pad_y, pad_x, pad_y)
+        self.setLine(QLineF(*line[:4]))
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        return self._bounds
+
+
+def curve(plot: pg.PlotItem, qpen: QPen, name: str | None = None) -> pg.PlotCurveItem:
+    """A PlotCurveItem added to the plot (in the legend when named). Unlike PlotDataItem
+    it does no per-range-change work; in log mode give it log10 data yourself."""
+    item = pg.PlotCurveItem(pen=qpen, name=name)
+    plot.addItem(item)
+    return item
+
+
+def set_curve(item: pg.PlotCurveItem, x: np.ndarray, y: np.ndarray) -> None:
+    """setData only when the points changed (setData costs a fraction of a millisecond
+    and makes the whole curve repaint)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    old = getattr(item, "_shown_xy", None)
+    if old is not None and np.array_equal(old[0], x) and np.array_equal(old[1], y):
+        return
+    item._shown_xy = (x.copy(), y.copy())
+    item.setData(x, y)
+
+
+def legend_entry(legend: pg.LegendItem, name: str, targets: Sequence[QGraphicsItem | Dots],
+                 **opts: object) -> pg.PlotDataItem:
+    """A legend row drawn from `opts` (pen, symbol...) for a series drawn by other items;
+    clicking the row shows or hides those items, as it would a PlotDataItem."""
+    proxy = pg.PlotDataItem(**opts)
+
+    def follow() -> None:
+        for target in targets:
+            target.setVisible(proxy.isVisible())
+
+    proxy.visibleChanged.connect(follow)
+    legend.addItem(proxy, name)
+    return proxy

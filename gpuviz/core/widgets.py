@@ -7,9 +7,10 @@ line, another control) happen in `sync()` under a QSignalBlocker, so there are n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import QRect, QSignalBlocker, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -392,8 +393,13 @@ class MessageLabel(QLabel):
         self.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         width = width or int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
         self.setFixedSize(width, lines * self.fontMetrics().lineSpacing() + 4)
+        self._shown: tuple[str, bool] | None = None
 
     def show_message(self, text: str, warn: bool = False) -> None:
+        """Cheap to call on every refresh: does nothing when text and warn are unchanged."""
+        if (text, warn) == self._shown:
+            return
+        self._shown = (text, warn)
         style = (f"color: {theme.color('highlight').name()}; font-weight: bold" if warn
                  else "")
         if style != self.styleSheet():  # restyling costs milliseconds: only on change
@@ -403,6 +409,101 @@ class MessageLabel(QLabel):
             needed = self.heightForWidth(self.width())
             if needed > self.height():  # grow for a longer message, never shrink: no jitter
                 self.setFixedHeight(needed)
+
+
+class TextPanel(QFrame):
+    """A framed label of (rich) text with a fixed height (`lines` lines). The label has no
+    layout around it, so new text repaints the panel alone instead of laying out the
+    figure page; text equal to the shown one is not set again. Use it for a formula or
+    explanation beside a plot; MessageLabel is the comment under the controls."""
+
+    def __init__(self, lines: float, rich: bool = True, accessible_name: str = "",
+                 framed: bool = True, margin: int = 6) -> None:
+        super().__init__()
+        self.setFrameShape(QFrame.StyledPanel if framed else QFrame.NoFrame)
+        self.label = QLabel(self)
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.RichText if rich else Qt.AutoText)
+        self.label.setMargin(margin)
+        self.label.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        if accessible_name:
+            self.setAccessibleName(accessible_name)
+            self.label.setAccessibleName(accessible_name)
+        line = self.label.fontMetrics().lineSpacing()
+        self.setFixedHeight(int(line * lines + 2 * margin + 2 * self.frameWidth() + 2))
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self._text = ""
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.label.setGeometry(self.contentsRect())
+
+    def setText(self, text: str) -> None:  # noqa: N802
+        if text != self._text:
+            self._text = text
+            self.label.setText(text)
+
+    def text(self) -> str:
+        return self._text
+
+
+class TextTable(QWidget):
+    """Rows of right-aligned text cells painted by one widget: a muted header row, then
+    rows each in one colour. Fixed height (`rows` body rows), so updates never relayout;
+    an HTML table in a QLabel costs more than a whole refresh to lay out."""
+
+    PADDING = 6
+
+    def __init__(self, header: Sequence[str], rows: int, accessible_name: str = "") -> None:
+        super().__init__()
+        self.header = list(header)
+        self.rows: list[tuple[list[str], QColor]] = []
+        self.setAccessibleName(accessible_name)
+        metrics = self.fontMetrics()
+        self._line = metrics.height() + 1  # the row height of the HTML table it replaced
+        self.setFixedHeight(self._line * (rows + 1) + 2)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self._header_font = QFont(self.font())
+        self._header_font.setBold(True)
+
+    def set_rows(self, rows: Sequence[tuple[Sequence[str], QColor]]) -> None:
+        new = [(list(cells), QColor(color)) for cells, color in rows]
+        if [(c, q.rgba()) for c, q in new] != [(c, q.rgba()) for c, q in self.rows]:
+            self.rows = new
+            self.update()
+
+    def text(self) -> str:
+        """The table as tab-separated text (for tests and accessibility)."""
+        lines = ["\t".join(self.header)] + ["\t".join(cells) for cells, _ in self.rows]
+        return "\n".join(lines)
+
+    def paintEvent(self, event: object) -> None:  # noqa: N802
+        painter = QPainter(self)
+        bold = QFontMetricsF(self._header_font)
+        plain = QFontMetricsF(self.font())
+        widths = [bold.horizontalAdvance(h) for h in self.header]
+        for cells, _ in self.rows:
+            for i, cell in enumerate(cells):
+                widths[i] = max(widths[i], plain.horizontalAdvance(cell))
+        x, lefts = 0.0, []
+        for width in widths:
+            lefts.append(x)
+            x += width + 2 * self.PADDING
+        painter.setFont(self._header_font)
+        painter.setPen(theme.color("muted"))
+        self._row(painter, self.header, lefts, widths, 0)
+        painter.setFont(self.font())
+        for r, (cells, color) in enumerate(self.rows, start=1):
+            painter.setPen(color)
+            self._row(painter, cells, lefts, widths, r)
+        painter.end()
+
+    def _row(self, painter: QPainter, cells: Sequence[str], lefts: list[float],
+             widths: list[float], row: int) -> None:
+        for cell, left, width in zip(cells, lefts, widths, strict=False):
+            rect = QRect(round(left + self.PADDING), row * self._line, round(width) + 1,
+                         self._line)
+            painter.drawText(rect, Qt.AlignRight | Qt.AlignVCenter, cell)
 
 
 class PredictReveal(QFrame):

@@ -10,10 +10,8 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import pen, plot_widget
+from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget, set_curve
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
-from gpuviz.views.flash_attention._items import Dots, Segment, curve, set_curve
-from gpuviz.views.flash_attention._text import show_message
 
 LINES = (("standard_time", "memory", "standard attention"),
          ("flash_time", "onchip", "FlashAttention"),
@@ -47,7 +45,7 @@ class HeadRooflineView(FigureView):
         item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
                        labelTextSize=f"{10 * theme.current().font_scale:.0f}pt",
                        brush=pg.mkBrush(theme.color("panel", 200)))
-        # PlotCurveItems fed log10 data (the axes are in log mode), Qt ellipses for the dots
+        # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
         # and a Qt line for the marker: none of them runs Python when the view changes.
         self.curves = {}
         for key, role, label in LINES:
@@ -95,6 +93,6 @@ class HeadRooflineView(FigureView):
             flash = (f"FlashAttention re-reads K and V once per block of {br} queries: "
                      f"{s.ridge:.0f} / {br} = {s.flash_limit:.2g}× above compute for long "
                      f"sequences.")
-        show_message(self.message,
+        self.message.show_message(
             f"Standard attention moves the N² scores through HBM: 2 × {s.ridge:.0f} / {d} = "
             f"{s.standard_limit:.2g}× above compute for long sequences. " + flash)

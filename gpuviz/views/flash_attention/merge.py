@@ -10,16 +10,8 @@ from PySide6.QtCore import QSignalBlocker, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import pen, plot_widget
+from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, set_curve, text_item
 from gpuviz.models.flash_attention import merge_scores
-from gpuviz.views.flash_attention._items import (
-    Dots,
-    PixelText,
-    curve,
-    legend_entry,
-    set_curve,
-)
-from gpuviz.views.flash_attention._text import show_message
 
 SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
 
@@ -48,8 +40,8 @@ class MergeView(FigureView):
         self.split_line.setToolTip("Drag to move the split point")
         self.split_line.sigPositionChanged.connect(self._on_drag)
         item.addItem(self.split_line)
-        self.a_label = PixelText(anchor=(0.5, 0), bold=True)
-        self.b_label = PixelText(anchor=(0.5, 0), bold=True)
+        self.a_label = text_item(anchor=(0.5, 0), bold=True)
+        self.b_label = text_item(anchor=(0.5, 0), bold=True)
         self.a_label.setColor(theme.series(SET_A))
         self.b_label.setColor(theme.series(SET_B))
         # One y range for every seed: re-rendering both axes (and their grids) on a seed
@@ -72,7 +64,7 @@ class MergeView(FigureView):
         item.addLegend(offset=(8, 8), labelTextColor=theme.color("text"),
                        labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
                        brush=pg.mkBrush(theme.color("panel", 200)))
-        # PlotCurveItems (no work on range changes) and Qt ellipses for the merged
+        # PlotCurveItems (no work on range changes) and pixmap dots for the merged
         # result's markers; its legend row is a proxy that still shows line and symbol.
         self.full = curve(item, pen("text", 5.0), name="full attention")
         merged_pen = pen("compute", 2.0, Qt.DashLine)
@@ -125,7 +117,7 @@ class MergeView(FigureView):
         set_curve(self.plain, x, s.plain)
 
         if s.full.l == 0.0:
-            show_message(self.message,
+            self.message.show_message(
                 "Every key is masked: both sets are empty (m = −∞, l = 0). The merge returns "
                 "an empty result, o = 0, instead of 0/0 = NaN.")
         else:
@@ -134,7 +126,7 @@ class MergeView(FigureView):
                 side = "A" if s.a.l == 0.0 else "B"
                 empty = (f"Set {side} is empty (l = 0, m = −∞): its weight is 0, so the "
                          f"merge just returns the other set. ")
-            show_message(self.message,
+            self.message.show_message(
                 empty + f"Merged vs full attention: max difference {s.merge_error:.1e}. "
                 f"The plain average is off by up to {s.plain_error:.3g}, because it gives "
                 f"both sets the same weight whatever their sums.")

@@ -10,9 +10,7 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import diagram_widget, pen, plot_widget
-from gpuviz.views.flash_attention._items import PixelText, StaticTextGrid
-from gpuviz.views.flash_attention._text import show_message
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
 
 MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay readable
 WIDTH_STEP = 4
@@ -37,11 +35,11 @@ class OnlineSoftmaxView(FigureView):
         canvas, self.box = diagram_widget()
         # Cells stretch to the width available: the numbers in them must stay legible.
         self.box.setAspectLocked(False)
-        self.cells = StaticTextGrid(font_size=7)
+        self.cells = CellGrid(font_size=7)
         self.box.addItem(self.cells)
-        self.score_label = PixelText("x", anchor=(1, 0.5), bold=True)
-        self.value_label = PixelText("v", anchor=(1, 0.5), bold=True)
-        self.state_label = PixelText("", role="onchip", anchor=(0, 1), bold=True)
+        self.score_label = text_item("x", anchor=(1, 0.5), bold=True)
+        self.value_label = text_item("v", anchor=(1, 0.5), bold=True)
+        self.state_label = text_item("", role="onchip", anchor=(0, 1), bold=True)
         for item in (self.score_label, self.value_label, self.state_label):
             self.box.addItem(item)
         self.add_plot(canvas, 2)
@@ -55,7 +53,7 @@ class OnlineSoftmaxView(FigureView):
         self.bars = pg.BarGraphItem(x=[0], height=[0], width=0.62)
         item.addItem(self.ghosts)
         item.addItem(self.bars)
-        self.factor_text = PixelText(anchor=(0, 0), size=10, bold=True)
+        self.factor_text = text_item(anchor=(0, 0), size=10, bold=True)
         self._width = 0
         item.addItem(self.factor_text)
         self.add_plot(self.plot, 3)
@@ -137,7 +135,7 @@ class OnlineSoftmaxView(FigureView):
         else:
             naive = ""
         if k == 0:
-            show_message(self.message, naive + "Press Next block: the state starts at "
+            self.message.show_message(naive + "Press Next block: the state starts at "
                                       "m = −∞, l = 0, o = 0.")
         elif k < t.blocks:
             if k >= 2 and t.m[k] > t.m[k - 1]:
@@ -147,8 +145,8 @@ class OnlineSoftmaxView(FigureView):
                         f"new block was added.")
             else:
                 text = f"Block {k} did not raise the max, so nothing was rescaled."
-            show_message(self.message, naive + text)
+            self.message.show_message(naive + text)
         else:
-            show_message(self.message,
+            self.message.show_message(
                 naive + f"Done: the online o = {t.o[k]:.6g} matches the exact softmax "
                 f"average, difference {s.difference:.1e}, without ever storing the row.")

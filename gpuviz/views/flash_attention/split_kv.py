@@ -8,16 +8,18 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import diagram_widget, grid_rects, pen, plot_widget
-from gpuviz.models.flash_attention import MAX_SPLITS
-from gpuviz.views.flash_attention._items import (
+from gpuviz.core.plots import (
+    CellGrid,
     Dots,
-    PixelText,
-    StaticTextGrid,
     curve,
+    diagram_widget,
+    grid_rects,
+    pen,
+    plot_widget,
     set_curve,
+    text_item,
 )
-from gpuviz.views.flash_attention._text import show_message
+from gpuviz.models.flash_attention import MAX_SPLITS
 
 
 def _nice_ceiling(value: float) -> float:
@@ -37,9 +39,9 @@ class SplitKVView(FigureView):
             self.controls.add(name)
 
         canvas, self.box = diagram_widget()
-        self.sms = StaticTextGrid(font_size=7)
+        self.sms = CellGrid(font_size=7)
         self.box.addItem(self.sms)
-        self.title = PixelText(anchor=(0, 1))
+        self.title = text_item(anchor=(0, 1))
         self.box.addItem(self.title)
         self.title.setPos(0, -0.15)
         self.add_plot(canvas, 1)
@@ -49,9 +51,9 @@ class SplitKVView(FigureView):
         item = self.plot.getPlotItem()
         item.setXRange(0.5, MAX_SPLITS + 0.5, padding=0)
         self.unsplit = curve(item, pen("neutral", 2, Qt.DashLine))
-        self.unsplit_label = PixelText("no splitting", role="muted", anchor=(1, 1))
+        self.unsplit_label = text_item("no splitting", role="muted", anchor=(1, 1))
         item.addItem(self.unsplit_label)
-        self.curve_label = PixelText("attention + merge", role="memory", anchor=(1, 0))
+        self.curve_label = text_item("attention + merge", role="memory", anchor=(1, 0))
         item.addItem(self.curve_label)
         self.curve = curve(item, pen("memory", 2.5))
         self.dot = Dots(item, 1, 11, theme.color("highlight"))
@@ -108,5 +110,4 @@ class SplitKVView(FigureView):
             hint = (f"Each unit now reads {math.ceil(self.model.kv_len / self.model.splits):,} "
                     f"of the {self.model.kv_len:,} cached tokens; the merge kernel adds "
                     f"{sp.merge_time * 1e6:.2g} µs. ")
-        show_message(self.message,
-            hint + f"Speed-up over no splitting: {s.speedup:.2f}×.")
+        self.message.show_message(hint + f"Speed-up over no splitting: {s.speedup:.2f}×.")

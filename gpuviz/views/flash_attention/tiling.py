@@ -7,10 +7,8 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget
+from gpuviz.core.plots import CellGrid, diagram_widget, text_item
 from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
-from gpuviz.views.flash_attention._items import PixelText
-from gpuviz.views.flash_attention._text import show_message
 
 GAP = 0.08
 PAST_ALPHA = 70
@@ -31,10 +29,10 @@ class FlashTilingView(FigureView):
         canvas, self.box = diagram_widget()
         self.cells = CellGrid()
         self.box.addItem(self.cells)
-        self.q_label = PixelText("Q", bold=True, anchor=(1, 0.5))
-        self.k_label = PixelText("Kᵀ, V", bold=True, anchor=(0.5, 1))
-        self.o_label = PixelText("O", bold=True, anchor=(0, 0.5))
-        self.status = PixelText("", anchor=(0, 0), size=10)
+        self.q_label = text_item("Q", bold=True, anchor=(1, 0.5))
+        self.k_label = text_item("Kᵀ, V", bold=True, anchor=(0.5, 1))
+        self.o_label = text_item("O", bold=True, anchor=(0, 0.5))
+        self.status = text_item("", anchor=(0, 0), size=10)
         for item in (self.q_label, self.k_label, self.o_label, self.status):
             self.box.addItem(item)
         self.add_plot(canvas)
@@ -170,4 +168,4 @@ class FlashTilingView(FigureView):
                      _swatch("highlight", "current tile or row")]
             if self.model.causal:
                 items.append("pale: masked, but stored anyway")
-        show_message(self.message, "<br>".join(items))
+        self.message.show_message("<br>".join(items))

@@ -9,8 +9,9 @@ from PySide6.QtCore import QRectF
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, diagram_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import TextPanel
 from gpuviz.models.gpu_architecture import LEVELS, WARP_SIZE
-from gpuviz.views.roofline._fast import TextLayer, TextPanel
 
 # Diagram layout, in data units (y grows downwards).
 WIDTH = 68.0
@@ -82,7 +83,6 @@ class HierarchyView(FigureView):
                           "that level")
         self.add_plot(canvas, 1)
         self._regions: list[tuple[QRectF, str]] = []
-        self._shown: dict[str, object] = {}
 
     def _on_click(self, event: object) -> None:
         if not self.box.sceneBoundingRect().contains(event.scenePos()):
@@ -93,17 +93,10 @@ class HierarchyView(FigureView):
                 self.model.set("level", level)
                 return
 
-    def _changed(self, key: str, value: object) -> bool:
-        """True (and remember the value) when `value` differs from what is shown."""
-        if self._shown.get(key) == value:
-            return False
-        self._shown[key] = value
-        return True
-
     def refresh(self) -> None:
         out = self.model.out
         level = self.model.level
-        if self._changed("description", (level, self.model.gpu, out)):
+        if self.needs_update("description", (level, self.model.gpu, out)):
             self.description.setText(
                 f"<b>{dict(LEVELS)[level]}.</b> {self.model.description()}")
 
@@ -111,13 +104,13 @@ class HierarchyView(FigureView):
         # wave: blue busy (state 0), violet idle (state 1).
         threads = np.arange(out.warps_per_block * WARP_SIZE)
         block_states = np.where(threads < out.last_block_threads, 0, 1)
-        if self._changed("block", (out.warps_per_block, out.last_block_threads)):
+        if self.needs_update("block", (out.warps_per_block, out.last_block_threads)):
             self.block_image.setImage(cell_image(block_states, WARP_SIZE, self.palette),
                                       autoLevels=False)
             self.block_image.setRect(QRectF(0, PANEL_TOP, WARP_SIZE, out.warps_per_block))
         sm_size = PANEL_WIDTH / SM_COLUMNS
         sm_rows = -(-out.sms // SM_COLUMNS)
-        if self._changed("sms", (out.sms, out.busy_sms_last_wave)):
+        if self.needs_update("sms", (out.sms, out.busy_sms_last_wave)):
             sm_states = np.where(np.arange(out.sms) < out.busy_sms_last_wave, 0, 1)
             self.sm_image.setImage(cell_image(sm_states, SM_COLUMNS, self.palette),
                                    autoLevels=False)
@@ -136,7 +129,7 @@ class HierarchyView(FigureView):
         wave_top = PANEL_TOP + sm_rows * sm_size + 3.0
         drawn = min(out.waves, MAX_WAVE_CELLS)
         wave_w = PANEL_WIDTH / max(drawn, 4)
-        if self._changed("cells", (level, out, wave_top)):
+        if self.needs_update("cells", (level, out, wave_top)):
             rects, fills, texts = [], [], []
             regions = []
             for i, (key, label) in enumerate(LEVELS):
@@ -200,5 +193,4 @@ class HierarchyView(FigureView):
         else:
             message = (f"Every SM gets at least one block in the last wave; "
                        f"{100 * out.tail_efficiency:.0f}% of all block slots are used.", False)
-        if self._changed("message", message):
-            self.message.show_message(*message)
+        self.message.show_message(*message)

@@ -12,6 +12,8 @@ from PySide6.QtGui import QColor
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import TextPanel
 from gpuviz.models.gpu_architecture import (
     LINK_LEVELS,
     MEMORY_LEVELS,
@@ -19,7 +21,6 @@ from gpuviz.models.gpu_architecture import (
     QUANTITIES,
     format_quantity,
 )
-from gpuviz.views.roofline._fast import TextLayer, TextPanel
 
 # Fixed log10 axis range per quantity (bytes, bytes/s, ns), wide enough for every GPU and
 # for the value labels to the right of the bars.
@@ -74,15 +75,6 @@ class MemoryHierarchyView(FigureView):
         self.add_plot(self.sources, 0)
         self._rows: list[str] = []
         self._axis_key: tuple | None = None
-        self._shown: dict[object, object] = {}
-
-    def _changed(self, key: object, value: object) -> bool:
-        """True (and remember the value) when `value` differs from what is shown; setting
-        an unchanged text still costs a relayout, so skip it."""
-        if self._shown.get(key) == value:
-            return False
-        self._shown[key] = value
-        return True
 
     def _on_bar(self, row: int) -> None:
         if 0 <= row < len(self._rows):
@@ -131,7 +123,7 @@ class MemoryHierarchyView(FigureView):
                 width = max(math.log10(number.value) - low, 0.0)
                 tag = STATUS_TAG[number.status]
                 text = format_quantity(quantity, number.value)
-                if self._changed(i, (text, tag, low + width)):
+                if self.needs_update(i, (text, tag, low + width)):
                     label.setText(f"  {text}" + (f"  ({tag})" if tag else ""))
                     label.setPos(low + width, i)
                 # Computed and estimated values are paler than published or measured ones.
@@ -140,7 +132,7 @@ class MemoryHierarchyView(FigureView):
                 width, pale = 0.0, False
                 why = ("links carry data between GPUs and store none"
                        if level.key in LINK_LEVELS and quantity == "size" else NO_MEASUREMENT)
-                if self._changed(i, (why, low)):
+                if self.needs_update(i, (why, low)):
                     label.setText(f"  {why}")
                     label.setPos(low, i)
             rects.append((low, i - BAR_HEIGHT / 2, width, BAR_HEIGHT))
@@ -148,14 +140,14 @@ class MemoryHierarchyView(FigureView):
             outlines.append(theme.color("highlight") if level.key == selected else None)
         for i, label in enumerate(self.labels[len(out.levels):], start=len(out.levels)):
             label.setVisible(False)
-            self._shown.pop(i, None)
+            self.forget_shown(i)
         self.bars.set_cells(np.array(rects), fills, outlines=outlines, outline_width=2.5)
         self._set_sources()
         self._set_message()
 
     def _set_sources(self) -> None:
         level = self.model.selected()
-        if not self._changed("sources", (self.model.gpu, level.key)):
+        if not self.needs_update("sources", (self.model.gpu, level.key)):
             return
         lines = []
         for quantity, name in QUANTITIES:
@@ -169,19 +161,16 @@ class MemoryHierarchyView(FigureView):
                          f"{html.escape(number.source)}")
         self.sources.setText("<br>".join(lines))
 
-    def _say(self, text: str) -> None:
-        if self._changed("message", text):
-            self.message.show_message(text)
-
     def _set_message(self) -> None:
         out = self.model.out
         if self.model.quantity == "size" and self.model.show_links:
-            self._say("NVLink and the network are links: they move data between GPUs but "
-                      "hold none, so they have no size.")
+            self.message.show_message(
+                "NVLink and the network are links: they move data between GPUs but "
+                "hold none, so they have no size.")
             return
         ratio = out.l2_over_hbm_bandwidth
         if ratio is None:
-            self._say(
+            self.message.show_message(
                 f"HBM holds {out.hbm_over_l2_size:,.0f}× more than L2. No published "
                 f"measurement of this GPU's L2 bandwidth was found, so L2 has no "
                 f"bandwidth bar.")
@@ -189,6 +178,6 @@ class MemoryHierarchyView(FigureView):
             l2 = next(lv for lv in out.levels if lv.key == "l2")
             note = (" (the L2 value is an estimate)"
                     if l2.bandwidth_bytes_s.status == "estimate" else "")
-            self._say(
+            self.message.show_message(
                 f"HBM holds {out.hbm_over_l2_size:,.0f}× more than L2, yet L2 delivers "
                 f"{ratio:.2f}× the bandwidth of HBM{note}.")

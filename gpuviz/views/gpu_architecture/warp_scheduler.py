@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, pen, plot_widget
-from gpuviz.views.roofline._fast import TextPanel
+from gpuviz.core.widgets import TextPanel
 
 ROW_HEIGHT = 0.7
 
@@ -43,7 +43,6 @@ class WarpSchedulerView(FigureView):
         self._axes_key: tuple | None = None
         self._segments_for = None
         self._cached: tuple = ()
-        self._last_message: tuple | None = None
         self._colours = [theme.color("compute"), theme.color("memory"),
                          theme.color("neutral"), theme.color("idle")]
 
@@ -82,17 +81,6 @@ class WarpSchedulerView(FigureView):
         geometry = np.column_stack([x0[keep], x1[keep], np.concatenate(rows)[keep], heights])
         self._segments_for, self._cached = out, (geometry, kinds[keep], None)
         return self._cached
-
-    def _say(self, text: str, warn: bool) -> None:
-        if self._last_message == (text, warn):
-            return
-        # Restyling the label (show_message sets a style sheet) costs more than the rest of
-        # the refresh, so only restyle when the warning state flips.
-        if self._last_message is not None and self._last_message[1] == warn:
-            self.message.setText(text)
-        else:
-            self.message.show_message(text, warn)
-        self._last_message = (text, warn)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -137,10 +125,12 @@ class WarpSchedulerView(FigureView):
 
         sim = 100 * out.idle_share_simulated
         if n >= needed:
-            self._say(f"{n} warps keep the scheduler busy every cycle: while one warp waits "
-                      f"{lat} cycles, the others fill them. (Simulated idle share: "
-                      f"{sim:.1f}%.)", False)
+            self.message.show_message(
+                f"{n} warps keep the scheduler busy every cycle: while one warp waits "
+                f"{lat} cycles, the others fill them. (Simulated idle share: "
+                f"{sim:.1f}%.)", False)
         else:
-            self._say(f"The scheduler is idle {sim:.1f}% of the cycles (formula "
-                      f"{formula_idle:.1f}%). Add warps: {needed} are needed to hide "
-                      f"{lat} cycles.", True)
+            self.message.show_message(
+                f"The scheduler is idle {sim:.1f}% of the cycles (formula "
+                f"{formula_idle:.1f}%). Add warps: {needed} are needed to hide "
+                f"{lat} cycles.", True)

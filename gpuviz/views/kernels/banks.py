@@ -7,9 +7,8 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget
+from gpuviz.core.plots import CellGrid, diagram_widget, text_item
 from gpuviz.models.kernels import BANKS, TILE_ROWS, BankAccess
-from gpuviz.views.kernels._fast import FastCellGrid, FastText
 
 ROWS = 33  # drawn word rows: a 32 x 33 tile fills 33 rows of 32 banks
 LABEL_WIDTH = 3.0  # room for the word address at the left of a row
@@ -32,9 +31,9 @@ class BankConflictView(FigureView):
         # One grid per tile layout (32 or 33 words per row), drawn once; the pattern
         # only picks which one shows.
         self.words = {width: CellGrid() for width in (BANKS, BANKS + 1)}
-        self.read = FastCellGrid(font_size=7)
-        self.labels = FastCellGrid(font_size=7)
-        self.bars = FastCellGrid(font_size=8)
+        self.read = CellGrid(font_size=7)
+        self.labels = CellGrid(font_size=7)
+        self.bars = CellGrid(font_size=8)
         # The tile and the bank numbers change at most with the padding: keep them as
         # pixmaps, so a new access pattern repaints only the words read and the bars.
         for static in (*self.words.values(), self.labels):
@@ -55,9 +54,9 @@ class BankConflictView(FigureView):
         texts = [str(b) for b in range(BANKS)] + [f"w{r * BANKS}" for r in rows]
         self.labels.set_cells(np.concatenate([header, side]), [None] * len(texts), texts=texts,
                               text_color=theme.color("muted"))
-        self.bank_title = FastText("bank →", role="muted", size=8, anchor=(1, 0.5))
+        self.bank_title = text_item("bank →", role="muted", size=8, anchor=(1, 0.5))
         self.bank_title.setPos(-0.1, -0.6)
-        self.bar_title = FastText("", role="muted", size=9, anchor=(0, 0))
+        self.bar_title = text_item("", role="muted", size=9, anchor=(0, 0))
         self.bar_title.setPos(0, BAR_BASE + 0.1)
         for item in (self.bank_title, self.bar_title):
             self.box.addItem(item)

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, brush, diagram_widget, pen, plot_widget
+from gpuviz.core.plots import CellGrid, brush, diagram_widget, pen, plot_widget, text_item
 from gpuviz.models.kernels import (
     ELEMENT_BYTES,
     SECTOR_BYTES,
@@ -19,7 +19,6 @@ from gpuviz.models.kernels import (
     CoalescingModel,
     warp_load,
 )
-from gpuviz.views.kernels._fast import FastCellGrid, FastText
 
 ROW = 32  # elements drawn per row (128 bytes, four sectors)
 PER_SECTOR = SECTOR_BYTES // ELEMENT_BYTES
@@ -51,15 +50,15 @@ class CoalescingView(FigureView):
         self.content.setPen(QPen(Qt.NoPen))
         self.content.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents)
         self.box.addItem(self.content)
-        self.elements = FastCellGrid(font_size=7)
+        self.elements = CellGrid(font_size=7)
         self.sectors = CellGrid()
-        self.labels = FastCellGrid(font_size=7)
-        self.title = FastText(anchor=(0, 1), bold=True)
+        self.labels = CellGrid(font_size=7)
+        self.title = text_item(anchor=(0, 1), bold=True)
         self.title.setPos(0, -0.15)
-        self.key = FastText("solid: read by thread n    pale: fetched, unused\n"
+        self.key = text_item("solid: read by thread n    pale: fetched, unused\n"
                              "magenta frame: one 32-byte sector fetched", role="muted",
                              size=9, anchor=(0, 0))
-        self.more = FastText(role="highlight", size=9, anchor=(0, 0))
+        self.more = text_item(role="highlight", size=9, anchor=(0, 0))
         for item in (self.elements, self.sectors, self.labels, self.more, self.title,
                      self.key):
             item.setParentItem(self.content)
@@ -79,7 +78,7 @@ class CoalescingView(FigureView):
         self.current.setBrush(brush("memory"))
         self.current.setPen(pen("highlight", 2))
         item.addItem(self.current)
-        self.current_label = FastText(anchor=(0.5, 1), bold=True)
+        self.current_label = text_item(anchor=(0.5, 1), bold=True)
         item.addItem(self.current_label)
         self.add_plot(canvas, 3)
         self.add_plot(self.sweep_plot, 2)

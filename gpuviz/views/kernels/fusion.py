@@ -12,9 +12,8 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import brush, pen, plot_widget
+from gpuviz.core.plots import Dots, brush, opaque_blend, pen, plot_widget, text_item
 from gpuviz.models.kernels import FUSION_N_MAX, FUSION_N_MIN, US
-from gpuviz.views.kernels._fast import FastText, dot, opaque_blend
 
 # Fixed log10 ranges: every setting of the figure fits, so the axes never move.
 TIME_RANGE_US = (0.1, 3e5)
@@ -53,10 +52,10 @@ class FusionView(FigureView):
         self.region.setPen(pg.mkPen(None))
         self.region.setZValue(-10)
         item.addItem(self.region)
-        self.region_label = FastText("launch-bound", role="idle", size=10, bold=True,
+        self.region_label = text_item("launch-bound", role="idle", size=10, bold=True,
                                      anchor=(0, 0))
         item.addItem(self.region_label)
-        self.memory_label = FastText("memory-bound", role="muted", size=10, bold=True,
+        self.memory_label = text_item("memory-bound", role="muted", size=10, bold=True,
                                      anchor=(1, 0))
         self.memory_label.setPos(x_hi + X_MARGIN - 0.05, y_hi - 0.05)
         item.addItem(self.memory_label)
@@ -74,12 +73,12 @@ class FusionView(FigureView):
                                       skipFiniteCheck=True)
         for curve in (self.unfused, self.fused):
             item.addItem(curve)
-        self.unfused_dot = dot(brush("memory"), pen("text", 1))
-        self.fused_dot = dot(brush("onchip"), pen("text", 1))
-        self.speed_label = FastText(size=10, bold=True, anchor=(0, 0.5))
-        for overlay in (self.unfused_dot, self.fused_dot, self.speed_label):
+        self.dots = Dots(item, 2, 10, [theme.color("memory"), theme.color("onchip")],
+                         pen("text", 1))
+        self.speed_label = text_item(size=10, bold=True, anchor=(0, 0.5))
+        item.addItem(self.speed_label)
+        for overlay in (self.dots, self.speed_label):
             overlay.setZValue(10)  # over the curves, as the scatter dots were
-            item.addItem(overlay)
         self.add_plot(self.plot)
         self._curves: tuple | None = None
         self._region_right: float | None = None
@@ -98,8 +97,7 @@ class FusionView(FigureView):
         log_n = math.log10(n)
         log_unfused = math.log10(out.unfused_s / US)
         log_fused = math.log10(out.fused_s / US)
-        self.unfused_dot.setPos(log_n, log_unfused)
-        self.fused_dot.setPos(log_n, log_fused)
+        self.dots.set_points([log_n, log_n], [log_unfused, log_fused])
 
         x_lo = math.log10(FUSION_N_MIN) - X_MARGIN
         x_hi = math.log10(FUSION_N_MAX) + X_MARGIN

@@ -11,9 +11,8 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QPushButton
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
 from gpuviz.models.kernels import KB, TiledMatmul
-from gpuviz.views.kernels._fast import FastCellGrid, FastText
 
 SIDE = 8.0  # data units of one matrix side, whatever N is, so the diagram never rescales
 GAP = 1.6  # between the matrices, room for their titles
@@ -53,8 +52,8 @@ class TiledMatmulView(FigureView):
 
         canvas, self.box = diagram_widget()
         # Two grids that differ only in font size: the small one serves the biggest N.
-        self.cells = FastCellGrid(font_size=8)
-        self.small_cells = FastCellGrid(font_size=SMALL_FONT)
+        self.cells = CellGrid(font_size=8)
+        self.small_cells = CellGrid(font_size=SMALL_FONT)
         self.tile_lines = CellGrid()
         self.loaded = CellGrid()
         for item in (self.cells, self.small_cells, self.tile_lines, self.loaded):
@@ -63,13 +62,13 @@ class TiledMatmulView(FigureView):
         origin_a = (0.0, SIDE + GAP)
         origin_c = (SIDE + GAP, SIDE + GAP)
         self.origins = {"a": origin_a, "b": origin_b, "c": origin_c}
-        self.title_b = FastText("B: HBM reads", bold=True, anchor=(0, 1))
+        self.title_b = text_item("B: HBM reads", bold=True, anchor=(0, 1))
         self.title_b.setPos(origin_b[0], origin_b[1] - 0.05)
-        self.title_a = FastText("A: HBM reads", bold=True, anchor=(0, 1))
+        self.title_a = text_item("A: HBM reads", bold=True, anchor=(0, 1))
         self.title_a.setPos(origin_a[0], origin_a[1] - 0.05)
-        self.title_c = FastText("", bold=True, anchor=(0, 1))
+        self.title_c = text_item("", bold=True, anchor=(0, 1))
         self.title_c.setPos(origin_c[0], origin_c[1] - 0.05)
-        self.legend = FastText("magenta: in shared memory\nyellow: C on chip\n"
+        self.legend = text_item("magenta: in shared memory\nyellow: C on chip\n"
                                 "blue: C written", role="muted", size=8, anchor=(0, 0))
         self.legend.setPos(0.0, 0.0)
         for item in (self.title_a, self.title_b, self.title_c, self.legend):
@@ -88,17 +87,17 @@ class TiledMatmulView(FigureView):
         # InfiniteLine and its label run Python on every repaint.
         self.bar = QGraphicsRectItem()
         item.addItem(self.bar)
-        self.bar_label = FastText(anchor=(0, 0.5), bold=True)
+        self.bar_label = text_item(anchor=(0, 0.5), bold=True)
         self.bar_label.setPos(0, BAR_Y + 0.55)
         item.addItem(self.bar_label)
         y_low, y_high = -1.0, 1.0  # the fixed y range: the limit lines span it
         label_y = y_low + LIMIT_LABEL_AT * (y_high - y_low)
         self.default_line = QGraphicsLineItem(0, y_low, 0, y_high)
         self.default_line.setPen(pen("text", 1.5, Qt.DashLine))
-        self.default_label = FastText(role="text", size=None, anchor=(0, 0.5))
+        self.default_label = text_item(role="text", size=None, anchor=(0, 0.5))
         self.opt_in_line = QGraphicsLineItem(0, y_low, 0, y_high)
         self.opt_in_line.setPen(pen("highlight", 1.5))
-        self.opt_in_label = FastText(role="highlight", size=None, anchor=(1, 0.5))
+        self.opt_in_label = text_item(role="highlight", size=None, anchor=(1, 0.5))
         for label in (self.default_label, self.opt_in_label):
             label.setPos(0, label_y)
         for limit in (self.default_line, self.default_label, self.opt_in_line,

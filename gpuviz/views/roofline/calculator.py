@@ -10,9 +10,10 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, pen, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import TextPanel
 from gpuviz.data.hardware import gpu
 from gpuviz.models.roofline import si_text, time_text
-from gpuviz.views.roofline._fast import TextLayer, TextPanel
 from gpuviz.views.roofline._log_axes import nice_ceiling
 
 BAR_HEIGHT = 0.6

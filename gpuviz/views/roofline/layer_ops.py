@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, plot_widget
+from gpuviz.core.text import TextLayer
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
-from gpuviz.views.roofline._fast import TextLayer
 from gpuviz.views.roofline._log_axes import nice_ceiling
 
 BAR_HEIGHT = 0.7
@@ -38,7 +39,9 @@ class LayerOpsView(FigureView):
         self.label_layer = TextLayer(QRectF(0, -1, 1, len(LAYER_OPS) + 1))
         self.time_labels = [self.label_layer.add(size=8, anchor=(0, 0.5)) for _ in LAYER_OPS]
         item.addItem(self.label_layer)
-        self.legend = text_item(size=9, anchor=(1, 0))
+        # Two colours in one label: rich text needs a pg.TextItem; it is set once here.
+        self.legend = pg.TextItem(color=theme.color("text"), anchor=(1, 0))
+        self.legend.setFont(theme.font(9))
         self.legend.setHtml(
             f"<span style='color:{theme.color('compute').name()}'>■ compute-bound</span>"
             f"&nbsp;&nbsp;<span style='color:{theme.color('memory').name()}'>"

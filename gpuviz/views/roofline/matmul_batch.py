@@ -11,9 +11,9 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import pen, plot_widget
-from gpuviz.core.widgets import PredictReveal
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import PredictReveal, TextTable
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
-from gpuviz.views.roofline._fast import TextLayer, TextTable
 from gpuviz.views.roofline._log_axes import set_log_ticks, set_time_ticks
 
 X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
@@ -65,7 +65,6 @@ class MatmulBatchView(FigureView):
         self._marker_pen = [pg.mkPen(theme.color("text"), width=1.5)]
         self._marker_brush = {role: [pg.mkBrush(theme.color(role))]
                               for role in ("compute", "memory")}
-        self._shown: dict[str, object] = {}
         self.add_plot(self.plot, 3)
 
         self.time_plot = plot_widget("Batch B (tokens, log scale)", "Time")
@@ -92,13 +91,6 @@ class MatmulBatchView(FigureView):
                                "Work and time for several batch sizes")
         self.add_plot(self.table, 0)
 
-    def _changed(self, key: str, value: object) -> bool:
-        """True (and remember the value) when `value` differs from what is shown."""
-        if self._shown.get(key) == value:
-            return False
-        self._shown[key] = value
-        return True
-
     def refresh(self) -> None:
         out = self.model.out
         row = out.row
@@ -107,13 +99,13 @@ class MatmulBatchView(FigureView):
         log_ceiling = math.log10(out.ceiling)
         log_ridge = math.log10(roof.ridge)
         # The curves move only with d and the GPU, not with B or the guess.
-        curves_changed = self._changed("curves", (out.curve_batch.tobytes(),
+        curves_changed = self.needs_update("curves", (out.curve_batch.tobytes(),
                                                   out.curve_intensity.tobytes(),
                                                   out.curve_memory.tobytes(),
                                                   out.curve_compute.tobytes()))
         if curves_changed:
             self.curve.setData(log_b, np.log10(out.curve_intensity))
-        if self._changed("lines", (log_ceiling, log_ridge)):
+        if self.needs_update("lines", (log_ceiling, log_ridge)):
             self.ceiling.setData(*_hline(X_RANGE, log_ceiling))
             self.ridge.setData(*_hline(X_RANGE, log_ridge))
         self.ceiling_label.setText(f"ceiling d/2 = {out.ceiling:,.0f} FLOP/B")
@@ -126,31 +118,31 @@ class MatmulBatchView(FigureView):
             self.ceiling_label.setAnchor((0, 1.05))
         x = math.log10(row.batch)
         role = "compute" if row.time.bound == COMPUTE else "memory"
-        if self._changed("marker", (x, row.intensity, role)):
+        if self.needs_update("marker", (x, row.intensity, role)):
             self.marker.setData([x], [math.log10(row.intensity)],
                                 brush=self._marker_brush[role], pen=self._marker_pen)
 
         guess = math.log10(self.model.guess_batch)
-        if self._changed("guess", guess):
+        if self.needs_update("guess", guess):
             self.guess_line.setData([guess, guess], [Y_RANGE[0], Y_RANGE[1]])
         self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
         self.guess_label.setPos(guess, Y_RANGE[1] - 0.05)
         shown = self.model.revealed and math.isfinite(out.b_star)
         if shown:
             bx = math.log10(out.b_star)
-            if self._changed("answer", (bx, log_ridge)):
+            if self.needs_update("answer", (bx, log_ridge)):
                 self.answer_line.setData([bx, bx], [Y_RANGE[0], log_ridge])
             self.answer_label.setText(f"B* = {out.b_star:,.0f}")
             self.answer_label.setPos(bx, Y_RANGE[0] + 0.05)
         else:
-            if self._changed("answer", None):
+            if self.needs_update("answer", None):
                 self.answer_line.setData([], [])
             self.answer_label.setText("")
 
         if curves_changed:
             self.memory_time.setData(log_b, np.log10(out.curve_memory))
             self.compute_time.setData(log_b, np.log10(out.curve_compute))
-        if self._changed("time_marker", (x, row.time.time, role)):
+        if self.needs_update("time_marker", (x, row.time.time, role)):
             self.time_marker.setData([x], [math.log10(row.time.time)],
                                      brush=self._marker_brush[role], pen=self._marker_pen)
         low = math.floor(math.log10(min(out.curve_memory[0], out.curve_compute[0])))

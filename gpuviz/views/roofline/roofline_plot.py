@@ -11,6 +11,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import pen, plot_widget
+from gpuviz.core.text import TextLayer
 from gpuviz.data.hardware import load_gpus
 from gpuviz.models.roofline import (
     COMPUTE,
@@ -19,7 +20,6 @@ from gpuviz.models.roofline import (
     gpu_roof,
     named_ops,
 )
-from gpuviz.views.roofline._fast import TextLayer
 from gpuviz.views.roofline._log_axes import set_log_ticks
 
 X_RANGE = (-3.0, 5.0)  # log10 FLOP/B
@@ -134,7 +134,6 @@ class RooflineView(FigureView):
                                             anchor=LABEL_ANCHORS.get(op.key, (0, 0)))
                           for op in named_ops()]
         self.add_plot(self.plot)
-        self._shown: dict[str, object] = {}
 
     def _on_click(self, index: int) -> None:
         self.model.set("selected_op", named_ops()[index].key)
@@ -158,13 +157,6 @@ class RooflineView(FigureView):
             ax = -0.08
         return ax, ay
 
-    def _changed(self, key: str, value: object) -> bool:
-        """True (and remember the value) when `value` differs from what is shown."""
-        if self._shown.get(key) == value:
-            return False
-        self._shown[key] = value
-        return True
-
     def refresh(self) -> None:
         out = self.model.out
         roof = out.roof
@@ -172,7 +164,7 @@ class RooflineView(FigureView):
         log_ridge = log_peak - log_bw
         # The roofs move only with the GPU and the precision: most refreshes (an op, its
         # intensity) leave them alone.
-        if self._changed("roof", (roof.gpu_key, self.model.precision, log_bw, log_peak)):
+        if self.needs_update("roof", (roof.gpu_key, self.model.precision, log_bw, log_peak)):
             self._set_roofs(roof, log_bw, log_peak, log_ridge)
         self._set_points(out)
         text, warn = self.model.message()
@@ -210,7 +202,7 @@ class RooflineView(FigureView):
         log_x = np.log10(out.intensity)
         log_y = np.log10(out.attained)
         key = (log_x.tobytes(), log_y.tobytes(), tuple(out.bounds), out.selected)
-        if not self._changed("points", key):
+        if not self.needs_update("points", key):
             return
         brushes, pens, sizes = [], [], []
         for i, bound in enumerate(out.bounds):

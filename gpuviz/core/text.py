@@ -1,0 +1,188 @@
+"""Plot labels that cost little to update.
+
+pyqtgraph's TextItem holds a QGraphicsTextItem (a QTextDocument laid out per label) and
+recomputes its transform in Python before every paint, which adds up to milliseconds per
+refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px margin):
+
+- `PixelText`: one plain Qt text item. Use it for a few labels that move or change on
+  their own; `text_item()` in `gpuviz.core.plots` makes one.
+- `TextLayer`: any number of labels painted by one item in one call. Use it for a set of
+  labels that change together (a label per bar or per point): one item to repaint
+  instead of many.
+Rich text (HTML) needs a pg.TextItem; keep those to text set once in `build()`.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen, QTransform
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem
+
+from gpuviz import theme
+
+# QGraphicsTextItem's document margin, which pg.TextItem anchors include: labels keep the
+# place a TextItem gave them.
+TEXT_MARGIN = 4.0
+
+
+class PixelText(QGraphicsSimpleTextItem):
+    """Plain text of a fixed pixel size at a data position; `anchor` (ax, ay) picks the
+    point of the text's box (0 left/top, 1 right/bottom, margin included) that sits at
+    the position. Setters do nothing when the value is unchanged, so a refresh re-lays
+    out or repaints only what changed."""
+
+    def __init__(self, text: str = "", role: str = "text", size: float | None = 10,
+                 bold: bool = False, anchor: tuple[float, float] = (0, 0)) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        if size is not None:  # None: the application's font, as a bare pg.TextItem has
+            self.setFont(theme.font(size, bold))
+        self.setPen(QPen(Qt.NoPen))
+        self._anchor = (float(anchor[0]), float(anchor[1]))
+        self._pos = (float("nan"), float("nan"))
+        self._color = QColor()
+        self.setColor(theme.color(role))
+        self._shown: str | None = None
+        self.setText(text)
+
+    def setText(self, text: str, color: QColor | None = None) -> None:  # noqa: N802
+        if color is not None:
+            self.setColor(color)
+        if text != self._shown:
+            self._shown = text
+            super().setText(text)
+            self._place()
+
+    def text(self) -> str:
+        return self._shown or ""
+
+    def setColor(self, color: QColor) -> None:  # noqa: N802 - Qt naming
+        color = QColor(color)
+        if color != self._color:
+            self._color = color
+            self.setBrush(QBrush(color))
+
+    def setAnchor(self, anchor: tuple[float, float]) -> None:  # noqa: N802
+        anchor = (float(anchor[0]), float(anchor[1]))
+        if anchor != self._anchor:
+            self._anchor = anchor
+            self._place()
+
+    def setPos(self, x: float, y: float) -> None:  # noqa: N802 - Qt naming
+        if (x, y) != self._pos:
+            self._pos = (x, y)
+            super().setPos(x, y)
+
+    def _place(self) -> None:
+        rect = self.boundingRect()
+        width = rect.width() + 2 * TEXT_MARGIN
+        height = rect.height() + 2 * TEXT_MARGIN
+        self.setTransform(QTransform.fromTranslate(
+            TEXT_MARGIN - self._anchor[0] * width, TEXT_MARGIN - self._anchor[1] * height))
+
+
+class LayerLabel:
+    """One label of a TextLayer, with PixelText's setters."""
+
+    __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible")
+
+    def __init__(self, layer: TextLayer, text: str, color: QColor, font: QFont,
+                 anchor: tuple[float, float]) -> None:
+        self._layer = layer
+        self.text = text
+        self.x = self.y = 0.0
+        self.anchor = (float(anchor[0]), float(anchor[1]))
+        self.color = QColor(color)
+        self.font = font
+        self.metrics = QFontMetricsF(font)
+        self.visible = True
+
+    def setText(self, text: str, color: QColor | None = None) -> None:  # noqa: N802
+        if color is not None:
+            self.setColor(color)
+        if text != self.text:
+            self.text = text
+            self._layer.update()
+
+    def toPlainText(self) -> str:  # noqa: N802
+        return self.text
+
+    def setPos(self, x: float, y: float) -> None:  # noqa: N802
+        x, y = float(x), float(y)
+        if x != self.x or y != self.y:
+            self.x, self.y = x, y
+            self._layer.update()
+
+    def setAnchor(self, anchor: tuple[float, float]) -> None:  # noqa: N802
+        anchor = (float(anchor[0]), float(anchor[1]))
+        if anchor != self.anchor:
+            self.anchor = anchor
+            self._layer.update()
+
+    def setColor(self, color: QColor) -> None:  # noqa: N802
+        if QColor(color).rgba() != self.color.rgba():
+            self.color = QColor(color)
+            self._layer.update()
+
+    def setVisible(self, visible: bool) -> None:  # noqa: N802
+        if bool(visible) != self.visible:
+            self.visible = bool(visible)
+            self._layer.update()
+
+    def isVisible(self) -> bool:  # noqa: N802
+        return self.visible
+
+    def setZValue(self, z: float) -> None:  # noqa: N802
+        """Labels are drawn in creation order; set the layer's z value instead."""
+
+
+class TextLayer(pg.GraphicsObject):
+    """Labels at data positions, unscaled by the view, all painted in one call. `bounds`
+    (data coordinates) must cover the visible view: the layer is repainted as a whole
+    when any label changes."""
+
+    def __init__(self, bounds: QRectF) -> None:
+        super().__init__()
+        self._bounds = QRectF(bounds)
+        self.labels: list[LayerLabel] = []
+
+    def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
+            anchor: tuple[float, float] = (0, 0)) -> LayerLabel:
+        label = LayerLabel(self, text, theme.color(role), theme.font(size, bold), anchor)
+        self.labels.append(label)
+        self.update()
+        return label
+
+    def set_bounds(self, bounds: QRectF) -> None:
+        if bounds != self._bounds:
+            self.prepareGeometryChange()
+            self._bounds = QRectF(bounds)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802
+        return self._bounds
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        transform = painter.transform()
+        painter.save()
+        painter.resetTransform()
+        font = None
+        for label in self.labels:
+            if not label.visible or not label.text:
+                continue
+            point = transform.map(QPointF(label.x, label.y))
+            metrics = label.metrics
+            lines = label.text.split("\n")
+            width = max(metrics.horizontalAdvance(line) for line in lines)
+            width += 2 * TEXT_MARGIN
+            height = metrics.height() * len(lines) + 2 * TEXT_MARGIN
+            left = point.x() - label.anchor[0] * width + TEXT_MARGIN
+            top = point.y() - label.anchor[1] * height + TEXT_MARGIN
+            if label.font is not font:
+                font = label.font
+                painter.setFont(font)
+            painter.setPen(label.color)
+            for i, line in enumerate(lines):
+                painter.drawText(QPointF(left, top + metrics.ascent()
+                                         + i * metrics.height()), line)
+        painter.restore()
