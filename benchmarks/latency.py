@@ -4,9 +4,10 @@
 
 For each figure (1280x800, offscreen): every slider is swept over its range and back and
 every combo box through its entries; one sample is the time from the control's change to
-the end of the event-loop pass that refreshes the figure and repaints what changed. Animated figures play for a while
-under the app clock and report frames per second. Cold start is the wall time from
-spawning a fresh Python process to a painted main window (and to its first figure built).
+the end of the event-loop pass that refreshes the figure and repaints what changed.
+Animated figures play for a while under the app clock and report frames per second.
+Cold start is the wall time from spawning a fresh Python process to a painted main window
+(and to its first figure built).
 Budgets: p95 <= 8 ms, >= 60 fps (the clock ticks every 16 ms, so ~62 is the ceiling),
 start-up <= 1.0 s.
 """
