@@ -26,13 +26,85 @@ def _apply_theme_defaults() -> None:
     pg.setConfigOptions(background=current.background, foreground=current.text)
 
 
+class GridPlotWidget(pg.PlotWidget):
+    """A PlotWidget that paints its grid into the view's cached background.
+
+    pyqtgraph draws grid lines as part of each axis, so every repaint of the plot blends
+    two translucent plot-sized axis images; in the background cache the grid costs one
+    opaque copy (1-2 ms less per update, measured on 1.3, 2.1, 3.1 and 4.4). The cache is
+    redrawn when the view range, the ticks, the plot area or the widget size change. Views call
+    `getPlotItem().showGrid(x, y, alpha)` as usual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._grid = {"bottom": 0.0, "left": 0.0}
+        item = self.getPlotItem()
+        item.showGrid = self.show_grid
+        box = item.getViewBox()
+        box.sigRangeChanged.connect(self.resetCachedContent)
+        box.geometryChanged.connect(self.resetCachedContent)  # e.g. wider tick labels
+        for name in self._grid:
+            axis = item.getAxis(name)
+            set_ticks = axis.setTicks
+
+            def set_ticks_and_redraw(ticks, _set=set_ticks) -> None:  # noqa: ANN001
+                _set(ticks)
+                self.resetCachedContent()
+
+            axis.setTicks = set_ticks_and_redraw
+
+    def show_grid(self, x: bool | None = None, y: bool | None = None,
+                  alpha: float | None = None) -> None:
+        strength = 0.25 if alpha is None else alpha
+        if x is not None:
+            self._grid["bottom"] = strength if x else 0.0
+        if y is not None:
+            self._grid["left"] = strength if y else 0.0
+        self.resetCachedContent()
+
+    def resizeEvent(self, event) -> None:  # noqa: ANN001, N802
+        super().resizeEvent(event)
+        self.resetCachedContent()
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802
+        super().drawBackground(painter, rect)
+        box = self.getPlotItem().getViewBox()
+        area = box.sceneBoundingRect()
+        ranges = dict(zip(("bottom", "left"), box.viewRange(), strict=True))
+        for name, strength in self._grid.items():
+            if strength:
+                painter.setPen(QPen(theme.color("text", int(127 * strength)), 0))
+                painter.drawLines(self._grid_lines(name, ranges[name], box, area))
+
+    def _grid_lines(self, name: str, view_range: list[float], box: pg.ViewBox,
+                    area: QRectF) -> list[QLineF]:
+        """Lines at the axis's major ticks (or its explicit ticks), in scene coordinates."""
+        axis = self.getPlotItem().getAxis(name)
+        horizontal = name == "bottom"
+        low, high = sorted(view_range)
+        if axis._tickLevels:
+            values = [value for value, _ in axis._tickLevels[0]]
+        else:
+            size = max(area.width() if horizontal else area.height(), 1.0)
+            levels = axis.tickValues(low, high, size)
+            values = levels[0][1] if levels else []
+        lines = []
+        for value in values:
+            if low <= value <= high:
+                point = box.mapViewToScene(QPointF(value, value))
+                lines.append(QLineF(point.x(), area.top(), point.x(), area.bottom())
+                             if horizontal else
+                             QLineF(area.left(), point.y(), area.right(), point.y()))
+        return lines
+
+
 def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
                 log_y: bool = False, x_unit: str | None = None,
                 y_unit: str | None = None) -> pg.PlotWidget:
     """A themed plot with labelled axes; mouse zoom is off because figures fix their ranges
     (axes that jump while dragging a slider are hard to read)."""
     _apply_theme_defaults()
-    widget = pg.PlotWidget()
+    widget = GridPlotWidget()
     item = widget.getPlotItem()
     item.setMenuEnabled(False)
     item.hideButtons()
@@ -45,10 +117,10 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
         axis.setTickFont(tick_font)
         axis.setPen(pg.mkPen(theme.color("muted")))
         axis.setTextPen(pg.mkPen(theme.color("text")))
-        # Major ticks and grid lines only: minor grid lines cost milliseconds per repaint.
+        # Major ticks only: minor ones cost time and clutter the small plots.
         axis.setStyle(maxTickLevel=0)
-        # An axis (with its grid) changes only when its range does: keep it as a pixmap
-        # instead of replaying its drawing whenever a curve in front of it moves.
+        # An axis changes only when its range does: keep it as a pixmap instead of
+        # replaying its drawing whenever a curve in front of it moves.
         axis.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
     label_style = {"font-size": f"{10 * theme.current().font_scale:.0f}pt",
                    "color": theme.current().text}
