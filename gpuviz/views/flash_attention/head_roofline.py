@@ -60,13 +60,7 @@ class HeadRooflineView(FigureView):
 
     def refresh(self) -> None:
         s = self.model.out
-        log_n = np.log10(s.curve.n)
-        for key, _, _ in LINES:
-            set_curve(self.curves[key], log_n, np.log10(getattr(s.curve, key) * 1e6))
-        x = math.log10(float(s.point.n[0]))
-        self.dots.set_points([x] * len(LINES),
-                             [math.log10(float(getattr(s.point, key)[0]) * 1e6)
-                              for key, _, _ in LINES])
+        # The range first, then the data: one layout and paint pass per change.
         low = math.floor(math.log10(float(np.min(s.curve.compute_time)) * 1e6))
         high = math.ceil(math.log10(float(np.max(s.curve.standard_time)) * 1e6))
         if (low, high) != self._y_range:  # whole decades: the axis moves only in steps
@@ -75,6 +69,13 @@ class HeadRooflineView(FigureView):
             item.setYRange(low, high, padding=0.02)
             item.getAxis("left").setTicks(
                 [[(e, _duration_us(10.0 ** e)) for e in range(low, high + 1)], []])
+        log_n = np.log10(s.curve.n)
+        for key, _, _ in LINES:
+            set_curve(self.curves[key], log_n, np.log10(getattr(s.curve, key) * 1e6))
+        x = math.log10(float(s.point.n[0]))
+        self.dots.set_points([x] * len(LINES),
+                             [math.log10(float(getattr(s.point, key)[0]) * 1e6)
+                              for key, _, _ in LINES])
         self.marker.set_line(x, low - 1, x, high + 1,
                              self.plot.getPlotItem().getViewBox().viewPixelSize())
 

@@ -88,6 +88,11 @@ class SplitKVView(FigureView):
                  f"in {sp.waves} wave{'s' if sp.waves > 1 else ''}")
 
         us = s.curve_time * 1e6
+        # The range first, then the data: one layout and paint pass per change.
+        y_top = _nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
+        if y_top != self._y_top:
+            self._y_top = y_top
+            self.plot.getPlotItem().setYRange(0, y_top, padding=0)
         set_curve(self.curve, s.curve_splits, us)
         set_curve(self.unsplit, [1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
         self.dot.set_points([self.model.splits], [sp.total_time * 1e6])
@@ -97,10 +102,6 @@ class SplitKVView(FigureView):
         self.unsplit_label.setPos(MAX_SPLITS, s.unsplit.total_time * 1e6)
         self.curve_label.setAnchor((1, 1) if above else (1, 0))
         self.curve_label.setPos(MAX_SPLITS, float(us[-1]))
-        y_top = _nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
-        if y_top != self._y_top:
-            self._y_top = y_top
-            self.plot.getPlotItem().setYRange(0, y_top, padding=0)
 
         if self.model.splits == 1:
             hint = ("No splitting: one work unit per (sequence, KV head). "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
+from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -67,6 +68,10 @@ class HierarchyView(FigureView):
                                 dtype=np.ubyte)
         self.block_image = pg.ImageItem(axisOrder="row-major")
         self.sm_image = pg.ImageItem(axisOrder="row-major")
+        for image in (self.block_image, self.sm_image):
+            # Scaling the image on every repaint of the canvas costs about a millisecond
+            # each; keep the scaled result until the image itself changes.
+            image.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.cells = CellGrid(font_size=8.5)  # level boxes and waves: a few dozen cells
         self.outlines = CellGrid()
         # The three titles: one item painted in one call.

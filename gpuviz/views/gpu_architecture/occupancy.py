@@ -40,33 +40,40 @@ class OccupancyView(FigureView):
         self.slots = CellGrid()
         self.slots_box.addItem(self.slots)
         self.slots_box.addItem(self.slots_title)
+        self.slots_title.setPos(0, 0.1)
+        self.slots_box.setRange(xRange=(0, WARP_SLOT_COLUMNS), yRange=(-2.0, 2.3), padding=0.02)
         self.add_plot(canvas, 1)
+        # What was last drawn: unchanged bars or warp slots are not set again.
+        self._bars_key: tuple = ()
+        self._slots_key: tuple = ()
 
     def refresh(self) -> None:
         out = self.model.out
         shown = np.array([min(out.limits[n], 33) for n in RESOURCES], dtype=float)
-        brushes = [theme.color("highlight" if n in out.limiting else "compute")
-                   for n in RESOURCES]
-        self.bars.setOpts(width=np.maximum(shown, 0.15), brushes=brushes, pens=brushes)
-        for i, (name, label) in enumerate(zip(RESOURCES, self.bar_labels, strict=True)):
-            limit = out.limits[name]
-            label.setText(f" {limit}" if limit <= 33 else f" {limit} ▸")
-            label.setPos(shown[i], i)
+        highlight, compute = theme.color("highlight"), theme.color("compute")
+        brushes = [highlight if n in out.limiting else compute for n in RESOURCES]
+        bars_key = (shown.tobytes(), tuple(n in out.limiting for n in RESOURCES),
+                    tuple(out.limits[n] for n in RESOURCES))
+        if bars_key != self._bars_key:
+            self._bars_key = bars_key
+            self.bars.setOpts(width=np.maximum(shown, 0.15), brushes=brushes, pens=brushes)
+            for i, (name, label) in enumerate(zip(RESOURCES, self.bar_labels, strict=True)):
+                limit = out.limits[name]
+                label.setText(f" {limit}" if limit <= 33 else f" {limit} ▸")
+                label.setPos(shown[i], i)
 
         max_warps = int(gpu(self.model.gpu)["sm.max_warps"])
-        fills = []
-        for slot in range(max_warps):
-            block = slot // out.warps_per_block if out.warps_per_block else 0
-            if slot < out.active_warps:
-                fills.append(theme.color("compute" if block % 2 == 0 else "compute_light"))
-            else:
-                fills.append(theme.color("idle", 150))
-        self.slots.set_cells(grid_rects(max_warps, WARP_SLOT_COLUMNS, y0=0.2), fills)
-        self.slots_title.setText(
-            f"Warp slots of one SM: {out.active_warps} of {max_warps} in use\n"
-            f"blue: one shade per block · violet: idle")
-        self.slots_title.setPos(0, 0.1)
-        self.slots_box.setRange(xRange=(0, WARP_SLOT_COLUMNS), yRange=(-2.0, 2.3), padding=0.02)
+        slots_key = (max_warps, out.active_warps, out.warps_per_block)
+        if slots_key != self._slots_key:
+            self._slots_key = slots_key
+            even, odd, idle = (compute, theme.color("compute_light"), theme.color("idle", 150))
+            per_block = out.warps_per_block
+            fills = [(odd if per_block and (slot // per_block) % 2 else even)
+                     if slot < out.active_warps else idle for slot in range(max_warps)]
+            self.slots.set_cells(grid_rects(max_warps, WARP_SLOT_COLUMNS, y0=0.2), fills)
+            self.slots_title.setText(
+                f"Warp slots of one SM: {out.active_warps} of {max_warps} in use\n"
+                f"blue: one shade per block · violet: idle")
 
         if out.failure:
             self.message.show_message(f"The launch fails: {out.failure}. Not even one block "

@@ -88,13 +88,16 @@ class WarpSchedulerView(FigureView):
         t = min(self.model.t, out.horizon)
         item = self.plot.getPlotItem()
 
-        key = (n, out.horizon)
-        if key != self._axes_key:  # axes move only when the rows or the horizon change
-            self._axes_key = key
+        # Axes move only when the rows or the horizon change, each on its own: a range set
+        # again unchanged still costs a pass over the view and its axes.
+        old_n, old_horizon = self._axes_key or (None, None)
+        self._axes_key = (n, out.horizon)
+        if n != old_n:
             sched_y = n + 0.4
             ticks = [(i, f"Warp {i + 1}") for i in range(n)] + [(sched_y, "Scheduler")]
             item.getAxis("left").setTicks([ticks])
             item.setYRange(-0.6, sched_y + 0.6, padding=0)
+        if out.horizon != old_horizon:
             item.setXRange(0, out.horizon, padding=0.01)
 
         # Draw everything up to the playhead.

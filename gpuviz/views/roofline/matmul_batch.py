@@ -42,15 +42,22 @@ class MatmulBatchView(FigureView):
         item.setYRange(*Y_RANGE, padding=0)
         set_log_ticks(item.getAxis("bottom"), *X_RANGE)
         set_log_ticks(item.getAxis("left"), *Y_RANGE)
+        # Bare curve items where only a line is drawn: PlotDataItem's setData adds a layer
+        # of bookkeeping (data sets, bounds) on top of the PlotCurveItem it wraps.
         self.ceiling = pg.PlotDataItem(pen=pen("neutral", 2.0, Qt.DashLine))
         self.ridge = pg.PlotDataItem(pen=pen("compute", 2.5))
-        self.curve = pg.PlotDataItem(pen=pen("text", 2.5))
+        self.curve = pg.PlotCurveItem(pen=pen("text", 2.5))
         self.guess_line = pg.PlotDataItem(pen=pen("neutral", 1.5, Qt.DotLine))
-        self.answer_line = pg.PlotDataItem(pen=pen("highlight", 2.0))
+        self.answer_line = pg.PlotCurveItem(pen=pen("highlight", 2.0))
         self.marker = pg.ScatterPlotItem(size=14)
         for part in (self.ceiling, self.ridge, self.curve, self.guess_line, self.answer_line,
                      self.marker):
             item.addItem(part)
+        # The straight lines and the markers are drawn once at the origin and moved with
+        # setPos: a move costs far less than a setData (bounds, caches, path rebuild).
+        self.ceiling.setData(*_hline(X_RANGE, 0.0))
+        self.ridge.setData(*_hline(X_RANGE, 0.0))
+        self.guess_line.setData([0.0, 0.0], [Y_RANGE[0], Y_RANGE[1]])
         # The labels of a plot are one item, painted in one call.
         labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
                                   Y_RANGE[1] - Y_RANGE[0]))
@@ -71,8 +78,8 @@ class MatmulBatchView(FigureView):
         titem = self.time_plot.getPlotItem()
         titem.setXRange(*X_RANGE, padding=0)
         set_log_ticks(titem.getAxis("bottom"), *X_RANGE)
-        self.memory_time = pg.PlotDataItem(pen=pen("memory", 2.5), name="memory time")
-        self.compute_time = pg.PlotDataItem(pen=pen("compute", 2.5), name="compute time")
+        self.memory_time = pg.PlotCurveItem(pen=pen("memory", 2.5), name="memory time")
+        self.compute_time = pg.PlotCurveItem(pen=pen("compute", 2.5), name="compute time")
         self.time_marker = pg.ScatterPlotItem(size=12)
         for part in (self.memory_time, self.compute_time, self.time_marker):
             titem.addItem(part)
@@ -106,8 +113,8 @@ class MatmulBatchView(FigureView):
         if curves_changed:
             self.curve.setData(log_b, np.log10(out.curve_intensity))
         if self.needs_update("lines", (log_ceiling, log_ridge)):
-            self.ceiling.setData(*_hline(X_RANGE, log_ceiling))
-            self.ridge.setData(*_hline(X_RANGE, log_ridge))
+            self.ceiling.setPos(0.0, log_ceiling)
+            self.ridge.setPos(0.0, log_ridge)
         self.ceiling_label.setText(f"ceiling d/2 = {out.ceiling:,.0f} FLOP/B")
         self.ceiling_label.setPos(X_RANGE[0] + 0.05, log_ceiling)
         self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
@@ -118,13 +125,17 @@ class MatmulBatchView(FigureView):
             self.ceiling_label.setAnchor((0, 1.05))
         x = math.log10(row.batch)
         role = "compute" if row.time.bound == COMPUTE else "memory"
-        if self.needs_update("marker", (x, row.intensity, role)):
-            self.marker.setData([x], [math.log10(row.intensity)],
-                                brush=self._marker_brush[role], pen=self._marker_pen)
+        if self.needs_update("marker_role", role):  # drawn at the origin, moved below
+            self.marker.setData([0.0], [0.0], brush=self._marker_brush[role],
+                                pen=self._marker_pen)
+            self.time_marker.setData([0.0], [0.0], brush=self._marker_brush[role],
+                                     pen=self._marker_pen)
+        if self.needs_update("marker", (x, row.intensity)):
+            self.marker.setPos(x, math.log10(row.intensity))
 
         guess = math.log10(self.model.guess_batch)
         if self.needs_update("guess", guess):
-            self.guess_line.setData([guess, guess], [Y_RANGE[0], Y_RANGE[1]])
+            self.guess_line.setPos(guess, 0.0)
         self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
         self.guess_label.setPos(guess, Y_RANGE[1] - 0.05)
         shown = self.model.revealed and math.isfinite(out.b_star)
@@ -142,9 +153,8 @@ class MatmulBatchView(FigureView):
         if curves_changed:
             self.memory_time.setData(log_b, np.log10(out.curve_memory))
             self.compute_time.setData(log_b, np.log10(out.curve_compute))
-        if self.needs_update("time_marker", (x, row.time.time, role)):
-            self.time_marker.setData([x], [math.log10(row.time.time)],
-                                     brush=self._marker_brush[role], pen=self._marker_pen)
+        if self.needs_update("time_marker", (x, row.time.time)):
+            self.time_marker.setPos(x, math.log10(row.time.time))
         low = math.floor(math.log10(min(out.curve_memory[0], out.curve_compute[0])))
         high = math.ceil(math.log10(max(out.curve_memory[-1], out.curve_compute[-1])))
         if self._time_range != (low, high):  # moves only with d and the GPU, in decades
