@@ -249,7 +249,9 @@ class NumberEntry(BoundControl):
             with QSignalBlocker(self.edit):
                 value = self.model.get(self.name)
                 whole = float(value).is_integer() and abs(value) < 1e15
-                self.edit.setText(f"{value:,.0f}" if whole else f"{value:g}")
+                text = f"{value:,.0f}" if whole else f"{value:g}"
+                if text != self.edit.text():  # setText resets the cursor and repaints
+                    self.edit.setText(text)
 
 
 def control_for(model: FigureModel, name: str, style: str | None = None) -> BoundControl:

@@ -23,3 +23,14 @@ def read_toml(path: Path) -> dict:
         raise DataError(path, "", f"cannot be read ({error.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise DataError(path, "", f"is not valid TOML ({error})") from None
+
+
+def read_header(path: Path, data: dict) -> tuple[str, str, int]:
+    """The name, short name and display order every data file starts with."""
+    for field in ("name", "short_name"):
+        if not isinstance(data.get(field), str) or not data[field].strip():
+            raise DataError(path, field, "missing or not a text")
+    order = data.get("order", 99)
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise DataError(path, "order", "must be a whole number")
+    return data["name"], data["short_name"], order

@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuviz.data import DataError, read_toml
+from gpuviz.data import DataError, read_header, read_toml
 from gpuviz.paths import resource
 
 DEFAULT_GPU = "h100_sxm"
@@ -75,12 +75,7 @@ class GPU:
 
 def parse_gpu(path: Path) -> GPU:
     data = read_toml(path)
-    for field in ("name", "short_name"):
-        if not isinstance(data.get(field), str) or not data[field].strip():
-            raise DataError(path, field, "missing or not a text")
-    order = data.get("order", 99)
-    if not isinstance(order, int):
-        raise DataError(path, "order", "must be a whole number")
+    title, short_name, order = read_header(path, data)
     numbers: dict[str, Sourced] = {}
     for section, required in SECTIONS.items():
         table = data.get(section)
@@ -88,7 +83,7 @@ def parse_gpu(path: Path) -> GPU:
             raise DataError(path, section, "missing section")
         for field in list(required) + [f for f in table if f not in required]:
             numbers[f"{section}.{field}"] = _number(path, f"{section}.{field}", table.get(field))
-    return GPU(path.stem, data["name"], data["short_name"], order, numbers)
+    return GPU(path.stem, title, short_name, order, numbers)
 
 
 def _number(path: Path, field: str, entry: object) -> Sourced:

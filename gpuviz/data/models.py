@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuviz.data import DataError, read_toml
+from gpuviz.data import DataError, read_header, read_toml
 from gpuviz.paths import resource
 
 POSITIONS = ("learned", "rope")
@@ -73,12 +73,7 @@ class ModelConfig:
 
 def parse_model(path: Path) -> ModelConfig:
     data = read_toml(path)
-    for name in ("name", "short_name"):
-        if not isinstance(data.get(name), str) or not data[name].strip():
-            raise DataError(path, name, "missing or not a text")
-    order = data.get("order", 99)
-    if isinstance(order, bool) or not isinstance(order, int):
-        raise DataError(path, "order", "must be a whole number")
+    title, short_name, order = read_header(path, data)
     arch = data.get("architecture")
     if not isinstance(arch, dict):
         raise DataError(path, "architecture", "missing section")
@@ -119,7 +114,7 @@ def parse_model(path: Path) -> ModelConfig:
         raise DataError(path, "published.parameters",
                         f"rounded_to must be a number >= 0, not {rounded_to!r}")
     sources["published_params"] = source
-    return ModelConfig(key=path.stem, name=data["name"], short_name=data["short_name"],
+    return ModelConfig(key=path.stem, name=title, short_name=short_name,
                        published_params=float(count), published_rounded_to=float(rounded_to),
                        order=order, sources=sources, **values)
 

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import time_label
 from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget, set_curve
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
 
@@ -23,14 +24,6 @@ X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)
 
 def _tokens(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
-
-
-def _duration_us(us: float) -> str:
-    """A decade of microseconds as a readable duration: 10 ns, 1 µs, 100 ms, 1 s."""
-    for unit, scale in (("s", 1e6), ("ms", 1e3), ("µs", 1.0), ("ns", 1e-3)):
-        if us >= scale * 0.999:
-            return f"{us / scale:g} {unit}"
-    return f"{us * 1e3:g} ns"
 
 
 class HeadRooflineView(FigureView):
@@ -68,7 +61,7 @@ class HeadRooflineView(FigureView):
             item = self.plot.getPlotItem()
             item.setYRange(low, high, padding=0.02)
             item.getAxis("left").setTicks(
-                [[(e, _duration_us(10.0 ** e)) for e in range(low, high + 1)], []])
+                [[(e, time_label(e - 6)) for e in range(low, high + 1)], []])  # data in µs
         log_n = np.log10(s.curve.n)
         for key, _, _ in LINES:
             set_curve(self.curves[key], log_n, np.log10(getattr(s.curve, key) * 1e6))

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -20,17 +21,6 @@ from gpuviz.core.plots import (
     text_item,
 )
 from gpuviz.models.flash_attention import MAX_SPLITS
-
-
-def _nice_ceiling(value: float) -> float:
-    """1, 2 or 5 times a power of ten at or above value: axis limits that move in steps."""
-    if value <= 0 or not math.isfinite(value):
-        return 1.0
-    power = 10.0 ** math.floor(math.log10(value))
-    for factor in (1, 2, 5, 10):
-        if factor * power >= value:
-            return factor * power
-    return 10 * power
 
 
 class SplitKVView(FigureView):
@@ -89,7 +79,7 @@ class SplitKVView(FigureView):
 
         us = s.curve_time * 1e6
         # The range first, then the data: one layout and paint pass per change.
-        y_top = _nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
+        y_top = nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
         if y_top != self._y_top:
             self._y_top = y_top
             self.plot.getPlotItem().setYRange(0, y_top, padding=0)

@@ -8,13 +8,13 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.data.hardware import gpu
 from gpuviz.models.roofline import si_text, time_text
-from gpuviz.views.roofline._log_axes import nice_ceiling
 
 BAR_HEIGHT = 0.6
 WHAT_IF_ROLES = ("neutral", "memory", "compute")  # faster GPU, half bytes, 2x FLOP/s

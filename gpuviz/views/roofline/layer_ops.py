@@ -8,10 +8,10 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.plots import CellGrid, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
-from gpuviz.views.roofline._log_axes import nice_ceiling
 
 BAR_HEIGHT = 0.7
 LABEL_ROOM = 1.3  # the axis reaches this far past the longest bar, for its time label

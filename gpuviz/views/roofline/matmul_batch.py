@@ -10,11 +10,11 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
 from gpuviz.core.plots import pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal, TextTable
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
-from gpuviz.views.roofline._log_axes import set_log_ticks, set_time_ticks
 
 X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
 Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B

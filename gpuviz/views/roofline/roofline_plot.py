@@ -10,6 +10,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import set_log_ticks
 from gpuviz.core.plots import pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.data.hardware import load_gpus
@@ -20,7 +21,6 @@ from gpuviz.models.roofline import (
     gpu_roof,
     named_ops,
 )
-from gpuviz.views.roofline._log_axes import set_log_ticks
 
 X_RANGE = (-3.0, 5.0)  # log10 FLOP/B
 Y_RANGE = (9.0, 16.5)  # log10 FLOP/s

@@ -1,4 +1,4 @@
-"""Log-log axes drawn in log10 data coordinates, shared by the lesson 2 views.
+"""Log axes drawn in log10 data coordinates: decade ticks, time labels, nice limits.
 
 The plots hold log10 values and label the ticks with the plain numbers, so points can be
 dragged, labelled and hit-tested in one linear coordinate system.
@@ -34,10 +34,6 @@ def set_log_ticks(axis: pg.AxisItem, low: float, high: float, unit: str = "") ->
     minor = [(k + math.log10(m), "") for k in range(math.floor(low), math.ceil(high))
              for m in range(2, 10) if low <= k + math.log10(m) <= high]
     axis.setTicks([major, minor])
-
-
-def safe_log10(value: float, floor: float = -30.0) -> float:
-    return math.log10(value) if value > 0 else floor
 
 
 TIME_NAMES = ((0, "s"), (-3, "ms"), (-6, "µs"), (-9, "ns"), (-12, "ps"))
