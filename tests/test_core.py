@@ -144,3 +144,38 @@ def test_a_parameter_may_not_hide_a_model_method():
     with pytest.raises((TypeError, RuntimeError), match="batch"):
         class Clash(FigureModel):  # noqa: F841
             batch = Parameter(1, label="Batch", minimum=1, maximum=8)
+
+
+class Renamed(FigureModel):
+    """A readout whose label changes with a parameter (like 2.4's "On H200")."""
+
+    long_name = Parameter(False, label="Long name")
+
+    def compute(self) -> None:
+        return None
+
+    def readouts(self) -> dict[str, Readout]:
+        label = "A much longer readout name" if self.long_name else "Short"
+        return {"speed": Readout(label, 1234.5, "GB/s"), "count": Readout("Count", 7)}
+
+
+def test_readout_panel_keeps_full_texts_and_grows_only(qapp):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QGuiApplication
+
+    from gpuviz.core.widgets import ReadoutPanel
+
+    model = Renamed()
+    panel = ReadoutPanel(model)
+    assert panel.texts() == {"speed": "1,234 GB/s", "count": "7"}
+    narrow = panel.name_width
+    model.set("long_name", True)
+    panel.sync()
+    wide = panel.name_width
+    assert wide > narrow
+    model.set("long_name", False)
+    panel.sync()
+    assert panel.name_width == wide  # no jitter back and forth
+    assert panel.row_text("speed") == "Short\t1,234 GB/s"
+    assert panel.contextMenuPolicy() == Qt.CustomContextMenu
+    QGuiApplication.clipboard().clear()
