@@ -9,8 +9,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QPoint, QRect, QSignalBlocker, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QGuiApplication, QPainter, QPalette
+from PySide6.QtCore import QPoint, QPointF, QSignalBlocker, Qt
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QGuiApplication,
+    QPainter,
+    QPalette,
+    QStaticText,
+    QTransform,
+)
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -518,6 +527,9 @@ class TextTable(QWidget):
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
         self._header_font = QFont(self.font())
         self._header_font.setBold(True)
+        self._text_height = QFontMetricsF(self.font()).height()
+        self._widths = [0.0] * len(self.header)
+        self._texts: dict[tuple[str, bool], tuple[QStaticText, float]] = {}
 
     def set_rows(self, rows: Sequence[tuple[Sequence[str], QColor]]) -> None:
         new = [(list(cells), QColor(color)) for cells, color in rows]
@@ -532,31 +544,42 @@ class TextTable(QWidget):
 
     def paintEvent(self, event: object) -> None:  # noqa: N802
         painter = QPainter(self)
-        bold = QFontMetricsF(self._header_font)
-        plain = QFontMetricsF(self.font())
-        widths = [bold.horizontalAdvance(h) for h in self.header]
-        for cells, _ in self.rows:
-            for i, cell in enumerate(cells):
-                widths[i] = max(widths[i], plain.horizontalAdvance(cell))
-        x, lefts = 0.0, []
-        for width in widths:
-            lefts.append(x)
+        header = [self._static(h, self._header_font) for h in self.header]
+        body = [([self._static(cell, self.font()) for cell in cells], color)
+                for cells, color in self.rows]
+        # Columns grow to fit and never shrink, so numbers do not jump sideways.
+        for cells in [header] + [cells for cells, _ in body]:
+            for i, (_, width) in enumerate(cells[:len(self._widths)]):
+                self._widths[i] = max(self._widths[i], width)
+        x, rights = 0.0, []
+        for width in self._widths:
             x += width + 2 * self.PADDING
+            rights.append(x - self.PADDING)
         painter.setFont(self._header_font)
         painter.setPen(theme.color("muted"))
-        self._row(painter, self.header, lefts, widths, 0)
+        self._row(painter, header, rights, 0)
         painter.setFont(self.font())
-        for r, (cells, color) in enumerate(self.rows, start=1):
+        for r, (cells, color) in enumerate(body, start=1):
             painter.setPen(color)
-            self._row(painter, cells, lefts, widths, r)
+            self._row(painter, cells, rights, r)
         painter.end()
 
-    def _row(self, painter: QPainter, cells: Sequence[str], lefts: list[float],
-             widths: list[float], row: int) -> None:
-        for cell, left, width in zip(cells, lefts, widths, strict=False):
-            rect = QRect(round(left + self.PADDING), row * self._line, round(width) + 1,
-                         self._line)
-            painter.drawText(rect, Qt.AlignRight | Qt.AlignVCenter, cell)
+    def _static(self, text: str, font: QFont) -> tuple[QStaticText, float]:
+        """The cell's text laid out once (drawText lays it out on every paint)."""
+        key = (text, font.bold())
+        if key not in self._texts:
+            if len(self._texts) > 4096:
+                self._texts.clear()
+            static = QStaticText(text)
+            static.prepare(QTransform(), font)
+            self._texts[key] = (static, QFontMetricsF(font).horizontalAdvance(text))
+        return self._texts[key]
+
+    def _row(self, painter: QPainter, cells: Sequence[tuple[QStaticText, float]],
+             rights: list[float], row: int) -> None:
+        top = row * self._line + (self._line - self._text_height) / 2
+        for (static, width), right in zip(cells, rights, strict=False):
+            painter.drawStaticText(QPointF(right - width, top), static)
 
 
 class PredictReveal(QFrame):
