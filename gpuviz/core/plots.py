@@ -12,10 +12,24 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPen, QPixmap, QStaticText, QTransform
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsLineItem, QGraphicsPixmapItem
+from PySide6.QtGui import (
+    QColor,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QPixmap,
+    QStaticText,
+    QTransform,
+)
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsPathItem,
+    QGraphicsPixmapItem,
+)
 
 from gpuviz import theme
+from gpuviz.core.axis import Axis
 from gpuviz.core.text import PixelText
 
 pg.setConfigOptions(antialias=False)
@@ -24,36 +38,6 @@ pg.setConfigOptions(antialias=False)
 def _apply_theme_defaults() -> None:
     current = theme.current()
     pg.setConfigOptions(background=current.background, foreground=current.text)
-
-
-class Axis(pg.AxisItem):
-    """An axis that re-lays out its title only when the title's text changes.
-
-    pyqtgraph sets the title's HTML again on every range change (to update an SI prefix
-    such as "ms" or "µs"), about 1 ms per axis per update even when nothing changed."""
-
-    def __init__(self, orientation: str) -> None:
-        self._label_html: str | None = None
-        self._ticks_key: tuple[float, float, float] | None = None
-        self._ticks: list = []
-        super().__init__(orientation)
-
-    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:  # noqa: N802, N803
-        # The grid asks for the same ticks as the axis: compute them once per range.
-        key = (minVal, maxVal, size)
-        if key != self._ticks_key:
-            self._ticks_key = key
-            self._ticks = super().tickValues(minVal, maxVal, size)
-        return self._ticks
-
-    def _updateLabel(self) -> None:  # noqa: N802
-        html = self.labelString()
-        if html != self._label_html:
-            self._label_html = html
-            self.label.setHtml(html)
-            self._adjustSize()
-        self.picture = None
-        self.update()
 
 
 class GridPlotWidget(pg.PlotWidget):
@@ -112,12 +96,7 @@ class GridPlotWidget(pg.PlotWidget):
         axis = self.getPlotItem().getAxis(name)
         horizontal = name == "bottom"
         low, high = sorted(view_range)
-        if axis._tickLevels:
-            values = [value for value, _ in axis._tickLevels[0]]
-        else:
-            size = max(area.width() if horizontal else area.height(), 1.0)
-            levels = axis.tickValues(low, high, size)
-            values = levels[0][1] if levels else []
+        values = axis.major_tick_values()  # the axis's own ticks, computed once per range
         lines = []
         for value in values:
             if low <= value <= high:
@@ -425,24 +404,67 @@ class Segment(QGraphicsLineItem):
         return self._bounds
 
 
-def curve(plot: pg.PlotItem, qpen: QPen, name: str | None = None) -> pg.PlotCurveItem:
-    """A PlotCurveItem added to the plot (in the legend when named). Unlike PlotDataItem
-    it does no per-range-change work; in log mode give it log10 data yourself."""
-    item = pg.PlotCurveItem(pen=qpen, name=name)
+class Curve(QGraphicsPathItem):
+    """A line through (x, y) points in data coordinates, painted by Qt alone.
+
+    pg.PlotCurveItem runs Python on every repaint (bounds, pixel padding, the path),
+    about 0.2-0.3 ms per curve each time its plot repaints; this item builds its path
+    once per `set_data`. NaN points leave gaps. In a log-mode plot give it log10 data.
+    `opts` is what a pyqtgraph legend reads to draw the curve's sample."""
+
+    def __init__(self, qpen: QPen, name: str | None = None) -> None:
+        super().__init__()
+        self.setPen(qpen)
+        self.opts = {"pen": qpen, "name": name, "antialias": False, "symbol": None}
+        self._xy: tuple[np.ndarray, np.ndarray] | None = None
+        self._data_bounds = QRectF()
+        # Room for the pen on every side, in pixels (Qt adds 2 more to repainted areas).
+        self._pad = max(0.0, qpen.widthF() / 2 - 1.5)
+
+    def name(self) -> str | None:
+        return self.opts["name"]
+
+    def set_data(self, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> None:
+        """Draw through these points; nothing happens when they are the ones shown."""
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if self._xy is not None and np.array_equal(self._xy[0], x, equal_nan=True) and (
+                np.array_equal(self._xy[1], y, equal_nan=True)):
+            return
+        self._xy = (x.copy(), y.copy())
+        path = pg.arrayToQPath(x, y, connect="finite") if len(x) else QPainterPath()
+        self.prepareGeometryChange()
+        self._data_bounds = path.controlPointRect()
+        self.setPath(path)
+
+    def data(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._xy if self._xy is not None else (np.zeros(0), np.zeros(0))
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        # QGraphicsPathItem pads by the pen width in *data* units (on a log axis, a band
+        # hundreds of pixels wide) and strokes the path to find it: pad in pixels.
+        if not self._pad:
+            return self._data_bounds
+        transform = self.sceneTransform()
+        dx = self._pad / (abs(transform.m11()) or 1.0)
+        dy = self._pad / (abs(transform.m22()) or 1.0)
+        return self._data_bounds.adjusted(-dx, -dy, dx, dy)
+
+    def shape(self) -> QPainterPath:
+        return self.path()
+
+
+def curve(plot: pg.PlotItem, qpen: QPen, name: str | None = None) -> Curve:
+    """A Curve added to the plot, and to its legend when named."""
+    item = Curve(qpen, name)
     plot.addItem(item)
+    if name and plot.legend is not None:
+        plot.legend.addItem(item, name)
     return item
 
 
-def set_curve(item: pg.PlotCurveItem, x: np.ndarray, y: np.ndarray) -> None:
-    """setData only when the points changed (setData costs a fraction of a millisecond
-    and makes the whole curve repaint)."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    old = getattr(item, "_shown_xy", None)
-    if old is not None and np.array_equal(old[0], x) and np.array_equal(old[1], y):
-        return
-    item._shown_xy = (x.copy(), y.copy())
-    item.setData(x, y)
+def set_curve(item: Curve, x: np.ndarray, y: np.ndarray) -> None:
+    item.set_data(x, y)
 
 
 def legend_entry(legend: pg.LegendItem, name: str, targets: Sequence[QGraphicsItem | Dots],

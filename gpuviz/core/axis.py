@@ -1,0 +1,175 @@
+"""The axis of every gpuviz plot: pyqtgraph's AxisItem with less Python per change.
+
+A plot whose range changes re-draws its axes. pyqtgraph's AxisItem spends 1-2 ms of
+Python on that (tick positions, a text measurement per label, the title's HTML set again
+for the SI prefix), which was the slowest part of most updates that moved an axis. This
+subclass draws the same ticks and labels (same values, strings, positions and pens),
+measuring each label once, and re-lays out the title only when its text changes. It
+supports what the figures use: left and bottom axes, computed or explicit (`setTicks`)
+ticks, no pyqtgraph grid (GridPlotWidget paints the grid).
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
+
+LABEL_FLAGS = {
+    "left": Qt.AlignRight | Qt.AlignVCenter | Qt.TextDontClip,
+    "bottom": Qt.AlignHCenter | Qt.AlignTop | Qt.TextDontClip,
+}
+
+
+class Axis(pg.AxisItem):
+    def __init__(self, orientation: str) -> None:
+        self._label_html: str | None = None
+        self._ticks_key: tuple[float, float, float] | None = None
+        self._ticks: list = []
+        self._text_sizes: dict[str, tuple[float, float]] = {}
+        self._metrics_font: object = None
+        super().__init__(orientation)
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:  # noqa: N802, N803
+        # The grid asks for the same ticks as the axis: compute them once per range.
+        key = (minVal, maxVal, size)
+        if key != self._ticks_key:
+            self._ticks_key = key
+            self._ticks = super().tickValues(minVal, maxVal, size)
+        return self._ticks
+
+    def length_in_pixels(self) -> float:
+        """The axis length pyqtgraph uses to space the ticks (one pixel past each end)."""
+        rect = self.mapRectToDevice(self.mapRectFromParent(self.geometry()))
+        if rect is None:
+            return 0.0
+        return (rect.height() if self.orientation == "left" else rect.width()) + 2.0
+
+    def major_tick_values(self) -> list[float]:
+        """The values of the labelled (first-level) ticks at the current range."""
+        if self._tickLevels:
+            return [value for value, _ in self._tickLevels[0]]
+        levels = self.tickValues(self.range[0], self.range[1], self.length_in_pixels())
+        return list(levels[0][1]) if levels else []
+
+    def _updateLabel(self) -> None:  # noqa: N802
+        html = self.labelString()
+        if html != self._label_html:
+            self._label_html = html
+            self.label.setHtml(html)
+            self._adjustSize()
+        self.picture = None
+        self.update()
+
+    def _text_size(self, text: str) -> tuple[float, float]:
+        """Width and height of a tick label, as pyqtgraph measures it (height × 0.8)."""
+        font = self.style["tickFont"]
+        if font is not self._metrics_font:
+            self._metrics_font = font
+            self._text_sizes.clear()
+        size = self._text_sizes.get(text)
+        if size is None:
+            metrics = QFontMetricsF(font) if font is not None else QFontMetricsF(self.font())
+            box = metrics.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignCenter, text)
+            size = self._text_sizes[text] = (box.width(), box.height() * 0.8)
+        return size
+
+    def generateDrawSpecs(self, p: QPainter) -> tuple | None:  # noqa: N802
+        if self.orientation not in LABEL_FLAGS or self.grid is not False:
+            return super().generateDrawSpecs(p)
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        bounds = self.mapRectFromParent(self.geometry())
+        vertical = self.orientation == "left"
+        if vertical:
+            start = QPointF(bounds.right() - 1, bounds.top() - 1)
+            end = QPointF(bounds.right() - 1, bounds.bottom() + 1)
+            tick_stop, tick_dir = bounds.right(), -1.0
+        else:
+            start = QPointF(bounds.left() - 1, bounds.top() + 1)
+            end = QPointF(bounds.right() + 1, bounds.top() + 1)
+            tick_stop, tick_dir = bounds.top(), 1.0
+        length = self.length_in_pixels()
+        if length <= 2.0:
+            return None
+
+        if self._tickLevels is None:
+            levels = self.tickValues(self.range[0], self.range[1], length)
+            strings_by_level: list[list[str]] | None = None
+        else:
+            levels = [(None, [value for value, _ in level]) for level in self._tickLevels]
+            strings_by_level = [[text for _, text in level] for level in self._tickLevels]
+
+        low, high = self.range
+        span = high - low
+        if span == 0:
+            scale, offset = 1.0, 0.0
+        elif vertical:
+            scale = -bounds.height() / span
+            offset = low * scale - bounds.height()
+        else:
+            scale = bounds.width() / span
+            offset = low * scale
+        ends = sorted((low * scale - offset, high * scale - offset))
+
+        base_pen = self.tickPen()
+        tick_specs, positions = [], []
+        for i, (_, values) in enumerate(levels):
+            tick_length = self.style["tickLength"] / (i * 0.5 + 1.0)
+            alpha = self.style["tickAlpha"]
+            alpha = 255 / (i + 1) if alpha is None else (
+                min(255, max(0, round(alpha * 255))) if isinstance(alpha, float) else alpha)
+            tick_pen = base_pen
+            if base_pen.brush().style() == Qt.SolidPattern:
+                tick_pen = QPen(base_pen)
+                color = QColor(tick_pen.color())
+                color.setAlpha(int(alpha))
+                tick_pen.setColor(color)
+            level_positions = []
+            for value in values:
+                x = value * scale - offset
+                if x < ends[0] or x > ends[1]:
+                    level_positions.append(None)
+                    continue
+                level_positions.append(x)
+                if vertical:
+                    tick_specs.append((tick_pen, QPointF(tick_stop, x),
+                                       QPointF(tick_stop + tick_length * tick_dir, x)))
+                else:
+                    tick_specs.append((tick_pen, QPointF(x, tick_stop),
+                                       QPointF(x, tick_stop + tick_length * tick_dir)))
+            positions.append(level_positions)
+        axis_spec = (self.pen(), start, end)
+        if not self.style["showValues"]:
+            return axis_spec, tick_specs, []
+
+        flags = LABEL_FLAGS[self.orientation]
+        gap = max(0, self.style["tickLength"]) + self.style["tickTextOffset"][
+            0 if vertical else 1]
+        own = self.boundingRect()
+        text_specs, widest, across, along = [], 0.0, 0.0, 0.0
+        for i in range(min(len(levels), self.style["maxTextLevel"] + 1)):
+            spacing, values = levels[i]
+            strings = (strings_by_level[i] if strings_by_level is not None else
+                       self.tickStrings(values, self.autoSIPrefixScale * self.scale, spacing))
+            if not strings:
+                continue
+            sized = [(text, x, self._text_size(text)) for text, x in
+                     zip(strings, positions[i], strict=False) if x is not None]
+            for _, _, (width, height) in sized:
+                along += height if vertical else width
+                across = max(across, width if vertical else height)
+            # Lower levels are labelled only while the labels fill little of the axis.
+            if i > 0 and any(len(text_specs) >= count and along / length >= limit
+                             for count, limit in self.style["textFillLimits"]):
+                break
+            widest = across
+            for text, x, (width, height) in sized:
+                if vertical:
+                    rect = QRectF(tick_stop - gap - width, x - height / 2, width, height)
+                else:
+                    rect = QRectF(x - width / 2, tick_stop + gap, width, height)
+                if own & rect == rect:
+                    text_specs.append((rect, flags, text))
+        self._updateMaxTextSize(widest)
+        return axis_spec, tick_specs, text_specs

@@ -1,0 +1,81 @@
+"""The fast plot items draw what the pyqtgraph items they replace would draw."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtGui import QImage, QPainter
+
+from gpuviz.core.log_axes import set_log_ticks
+from gpuviz.core.plots import Curve, curve, pen, plot_widget
+
+
+def _specs(axis: pg.AxisItem, method) -> tuple:  # noqa: ANN001
+    image = QImage(10, 10, QImage.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        axis_spec, ticks, texts = method(axis, painter)
+    finally:
+        painter.end()
+    return ((axis_spec[1].toTuple(), axis_spec[2].toTuple()),
+            [(tick_pen.color().getRgb(), a.toTuple(), b.toTuple()) for tick_pen, a, b in ticks],
+            [(rect.getRect(), int(flags), text) for rect, flags, text in texts])
+
+
+@pytest.mark.parametrize("log_x", [False, True])
+@pytest.mark.parametrize("x_range", [(0, 1e-3), (0.5, 1234.0), (-3.0, 7.5), (1e-9, 4e-9)])
+def test_axis_draws_what_pyqtgraph_draws(qapp, x_range, log_x):
+    widget = plot_widget("Time", "Value", x_unit="s", log_x=log_x)
+    widget.resize(700, 300)
+    widget.show()
+    item = widget.getPlotItem()
+    low, high = x_range
+    if log_x:
+        low, high = math.log10(abs(low) or 1e-3), math.log10(abs(high))
+    item.setXRange(low, high, padding=0)
+    item.setYRange(0, 37, padding=0)
+    qapp.processEvents()
+    for name in ("bottom", "left"):
+        axis = item.getAxis(name)
+        assert _specs(axis, type(axis).generateDrawSpecs) == _specs(
+            axis, pg.AxisItem.generateDrawSpecs)
+    widget.close()
+
+
+def test_axis_with_explicit_ticks_and_minor_level(qapp):
+    widget = plot_widget("Batch", "Intensity")
+    widget.resize(600, 300)
+    widget.show()
+    item = widget.getPlotItem()
+    item.setXRange(0, 4, padding=0)
+    item.setYRange(-1, 3.2, padding=0)
+    set_log_ticks(item.getAxis("bottom"), 0, 4)
+    item.getAxis("left").setTicks([[(0, "compute"), (1, "memory time"), (2, "a longer name")]])
+    qapp.processEvents()
+    for name in ("bottom", "left"):
+        axis = item.getAxis(name)
+        assert _specs(axis, type(axis).generateDrawSpecs) == _specs(
+            axis, pg.AxisItem.generateDrawSpecs)
+    widget.close()
+
+
+def test_curve_skips_unchanged_data_leaves_gaps_and_joins_the_legend(qapp):
+    widget = plot_widget("x", "y")
+    item = widget.getPlotItem()
+    item.addLegend()
+    line = curve(item, pen("memory"), name="memory time")
+    assert isinstance(line, Curve) and line.name() == "memory time"
+    assert len(item.legend.items) == 1
+    line.set_data([0, 1, 2, 3], [1, np.nan, 3, 4])
+    shown = line._xy
+    line.set_data(np.array([0, 1, 2, 3.0]), [1, np.nan, 3, 4])
+    assert line._xy is shown  # unchanged points: the path is not built again
+    assert line.path().elementCount() == 4  # pieces around the NaN (pyqtgraph pads a lone point)
+    assert line.boundingRect().contains(3, 4)
+    assert np.array_equal(line.data()[0], [0, 1, 2, 3])
+    line.set_data([], [])
+    assert line.path().isEmpty()
+    widget.close()
