@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QPoint, QPointF, QSignalBlocker, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, QSignalBlocker, Qt
 from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
     QColor,
     QFont,
     QFontMetricsF,
@@ -18,6 +19,7 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QStaticText,
+    QTextDocument,
     QTransform,
 )
 from PySide6.QtWidgets import (
@@ -474,39 +476,57 @@ class MessageLabel(QLabel):
 
 
 class TextPanel(QFrame):
-    """A framed label of (rich) text with a fixed height (`lines` lines). The label has no
-    layout around it, so new text repaints the panel alone instead of laying out the
-    figure page; text equal to the shown one is not set again. Use it for a formula or
-    explanation beside a plot; MessageLabel is the comment under the controls."""
+    """A framed panel of (rich) text with a fixed height (`lines` lines), for a formula or
+    an explanation beside a plot (MessageLabel is the comment under the controls).
+
+    It paints one QTextDocument that it keeps: new text is parsed and laid out once and
+    repaints the panel alone (a rich-text QLabel builds a new document on every change,
+    measures it for its size hint and relayouts its parent; twice the time). Text equal
+    to the shown one is not set again."""
 
     def __init__(self, lines: float, rich: bool = True, accessible_name: str = "",
                  framed: bool = True, margin: int = 6) -> None:
         super().__init__()
         self.setFrameShape(QFrame.StyledPanel if framed else QFrame.NoFrame)
-        self.label = QLabel(self)
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.RichText if rich else Qt.AutoText)
-        self.label.setMargin(margin)
-        self.label.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        self._rich = rich
+        self._document = QTextDocument(self)
+        self._document.setDefaultFont(self.font())
+        self._document.setDocumentMargin(margin)
         if accessible_name:
             self.setAccessibleName(accessible_name)
-            self.label.setAccessibleName(accessible_name)
-        line = self.label.fontMetrics().lineSpacing()
+        line = self.fontMetrics().lineSpacing()
         self.setFixedHeight(int(line * lines + 2 * margin + 2 * self.frameWidth() + 2))
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
         self._text = ""
 
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
-        self.label.setGeometry(self.contentsRect())
+        self._document.setTextWidth(self.contentsRect().width())
 
     def setText(self, text: str) -> None:  # noqa: N802
         if text != self._text:
             self._text = text
-            self.label.setText(text)
+            if self._rich:
+                self._document.setHtml(text)
+            else:
+                self._document.setPlainText(text)
+            self.setAccessibleDescription(self._document.toPlainText())
+            self.update(self.contentsRect())
 
     def text(self) -> str:
         return self._text
+
+    def paintEvent(self, event: object) -> None:  # noqa: N802
+        super().paintEvent(event)  # the frame
+        painter = QPainter(self)
+        area = self.contentsRect()
+        painter.translate(area.topLeft())
+        context = QAbstractTextDocumentLayout.PaintContext()
+        context.palette.setColor(QPalette.Text, self.palette().color(QPalette.WindowText))
+        context.clip = QRectF(0, 0, area.width(), area.height())
+        painter.setClipRect(context.clip)
+        self._document.documentLayout().draw(painter, context)
+        painter.end()
 
 
 class TextTable(QWidget):
