@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, pen, plot_widget
+from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
 from gpuviz.core.widgets import TextPanel
 
 ROW_HEIGHT = 0.7
@@ -36,8 +35,7 @@ class WarpSchedulerView(FigureView):
         item.showGrid(x=True, y=False, alpha=0.25)
         self.bars = CellGrid()
         item.addItem(self.bars)
-        self.playhead = pg.InfiniteLine(angle=90, movable=False,
-                                        pen=pen("highlight", 1.5, Qt.DashLine))
+        self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         item.addItem(self.playhead)
         self.add_plot(self.plot, 1)
         self._axes_key: tuple | None = None
@@ -108,7 +106,8 @@ class WarpSchedulerView(FigureView):
         rects = np.column_stack([x0[shown], rows - heights / 2, x1[shown] - x0[shown],
                                  heights])
         self.bars.set_cells(rects, [self._colours[k] for k in kinds[shown]])
-        self.playhead.setValue(t)
+        top = n + 1.0
+        self.playhead.set_line(t, -0.6, t, top, item.getViewBox().viewPixelSize())
         self.playhead.setVisible(t < out.horizon)
 
         needed = out.warps_needed
