@@ -12,7 +12,16 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import Dots, brush, opaque_blend, pen, plot_widget, text_item
+from gpuviz.core.plots import (
+    Dots,
+    brush,
+    curve,
+    opaque_blend,
+    pen,
+    plot_widget,
+    set_curve,
+    text_item,
+)
 from gpuviz.models.kernels import FUSION_N_MAX, FUSION_N_MIN, US
 
 # Fixed log10 ranges: every setting of the figure fits, so the axes never move.
@@ -67,12 +76,8 @@ class FusionView(FigureView):
                        labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
                        brush=brush("background", 200))
         # Curves of a handful of points (see `fusion()`), given in log10 coordinates.
-        self.unfused = pg.PlotCurveItem(pen=pen("memory", 2.5), name="Unfused chain (k kernels)",
-                                        skipFiniteCheck=True)
-        self.fused = pg.PlotCurveItem(pen=pen("onchip", 2.5), name="Fused (1 kernel)",
-                                      skipFiniteCheck=True)
-        for curve in (self.unfused, self.fused):
-            item.addItem(curve)
+        self.unfused = curve(item, pen("memory", 2.5), name="Unfused chain (k kernels)")
+        self.fused = curve(item, pen("onchip", 2.5), name="Fused (1 kernel)")
         self.dots = Dots(item, 2, 10, [theme.color("memory"), theme.color("onchip")],
                          pen("text", 1))
         self.speed_label = text_item(size=10, bold=True, anchor=(0, 0.5))
@@ -80,20 +85,16 @@ class FusionView(FigureView):
         for overlay in (self.dots, self.speed_label):
             overlay.setZValue(10)  # over the curves, as the scatter dots were
         self.add_plot(self.plot)
-        self._curves: tuple | None = None
         self._region_right: float | None = None
 
     def refresh(self) -> None:
         out = self.model.out
         n = self.model.elements
-        # The curves depend on k, ops, dtype, GPU and launch overhead, not on N.
-        curves = (out.n_curve.tobytes(), out.unfused_curve_s.tobytes(),
-                  out.fused_curve_s.tobytes())
-        if curves != self._curves:
-            self._curves = curves
-            x = np.log10(out.n_curve)
-            self.unfused.setData(x, np.log10(out.unfused_curve_s / US))
-            self.fused.setData(x, np.log10(out.fused_curve_s / US))
+        # The curves depend on k, ops, dtype, GPU and launch overhead, not on N: set_curve
+        # skips them when N alone moved.
+        x = np.log10(out.n_curve)
+        set_curve(self.unfused, x, np.log10(out.unfused_curve_s / US))
+        set_curve(self.fused, x, np.log10(out.fused_curve_s / US))
         log_n = math.log10(n)
         log_unfused = math.log10(out.unfused_s / US)
         log_fused = math.log10(out.fused_s / US)
