@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, pen, plot_widget
+from gpuviz.core.plots import CellGrid, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.data.hardware import gpu
@@ -56,13 +55,12 @@ class CalculatorView(FigureView):
         gitem.setYRange(-0.6, 2.6, padding=0)
         self.gain_bars = CellGrid()
         gitem.addItem(self.gain_bars)
-        self.one_line = pg.PlotDataItem(pen=pen("text", 1.5, Qt.DashLine))
-        gitem.addItem(self.one_line)
+        self.one_line = curve(gitem, pen("text", 1.5, Qt.DashLine))
         self.gain_layer = TextLayer(QRectF(0, -0.6, 1, 3.2))
         self.gain_labels = [self.gain_layer.add(size=10, bold=True, anchor=(0, 0.5))
                             for _ in range(3)]
         gitem.addItem(self.gain_layer)
-        self.one_line.setData([1, 1], [-0.6, 2.6])
+        self.one_line.set_data([1, 1], [-0.6, 2.6])
         self._gain_max = 0.0
         self._gain_ticks: tuple[str, ...] = ()
         self.add_plot(self.gain_plot, 2)

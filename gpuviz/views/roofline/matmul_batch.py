@@ -11,7 +11,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
-from gpuviz.core.plots import pen, plot_widget
+from gpuviz.core.plots import curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal, TextTable
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
@@ -42,22 +42,18 @@ class MatmulBatchView(FigureView):
         item.setYRange(*Y_RANGE, padding=0)
         set_log_ticks(item.getAxis("bottom"), *X_RANGE)
         set_log_ticks(item.getAxis("left"), *Y_RANGE)
-        # Bare curve items where only a line is drawn: PlotDataItem's setData adds a layer
-        # of bookkeeping (data sets, bounds) on top of the PlotCurveItem it wraps.
-        self.ceiling = pg.PlotDataItem(pen=pen("neutral", 2.0, Qt.DashLine))
-        self.ridge = pg.PlotDataItem(pen=pen("compute", 2.5))
-        self.curve = pg.PlotCurveItem(pen=pen("text", 2.5))
-        self.guess_line = pg.PlotDataItem(pen=pen("neutral", 1.5, Qt.DotLine))
-        self.answer_line = pg.PlotCurveItem(pen=pen("highlight", 2.0))
+        self.ceiling = curve(item, pen("neutral", 2.0, Qt.DashLine))
+        self.ridge = curve(item, pen("compute", 2.5))
+        self.curve = curve(item, pen("text", 2.5))
+        self.guess_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
+        self.answer_line = curve(item, pen("highlight", 2.0))
         self.marker = pg.ScatterPlotItem(size=14)
-        for part in (self.ceiling, self.ridge, self.curve, self.guess_line, self.answer_line,
-                     self.marker):
-            item.addItem(part)
+        item.addItem(self.marker)
         # The straight lines and the markers are drawn once at the origin and moved with
-        # setPos: a move costs far less than a setData (bounds, caches, path rebuild).
-        self.ceiling.setData(*_hline(X_RANGE, 0.0))
-        self.ridge.setData(*_hline(X_RANGE, 0.0))
-        self.guess_line.setData([0.0, 0.0], [Y_RANGE[0], Y_RANGE[1]])
+        # setPos: a move costs less than new data (a new path).
+        self.ceiling.set_data(*_hline(X_RANGE, 0.0))
+        self.ridge.set_data(*_hline(X_RANGE, 0.0))
+        self.guess_line.set_data([0.0, 0.0], [Y_RANGE[0], Y_RANGE[1]])
         # The labels of a plot are one item, painted in one call.
         labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
                                   Y_RANGE[1] - Y_RANGE[0]))
@@ -78,11 +74,10 @@ class MatmulBatchView(FigureView):
         titem = self.time_plot.getPlotItem()
         titem.setXRange(*X_RANGE, padding=0)
         set_log_ticks(titem.getAxis("bottom"), *X_RANGE)
-        self.memory_time = pg.PlotCurveItem(pen=pen("memory", 2.5), name="memory time")
-        self.compute_time = pg.PlotCurveItem(pen=pen("compute", 2.5), name="compute time")
+        self.memory_time = curve(titem, pen("memory", 2.5))
+        self.compute_time = curve(titem, pen("compute", 2.5))
         self.time_marker = pg.ScatterPlotItem(size=12)
-        for part in (self.memory_time, self.compute_time, self.time_marker):
-            titem.addItem(part)
+        titem.addItem(self.time_marker)
         self.time_text = TextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60))
         self.memory_time_label = self.time_text.add("memory time", role="memory", size=9,
                                                     anchor=(0, 1.05))
@@ -111,7 +106,7 @@ class MatmulBatchView(FigureView):
                                                   out.curve_memory.tobytes(),
                                                   out.curve_compute.tobytes()))
         if curves_changed:
-            self.curve.setData(log_b, np.log10(out.curve_intensity))
+            self.curve.set_data(log_b, np.log10(out.curve_intensity))
         if self.needs_update("lines", (log_ceiling, log_ridge)):
             self.ceiling.setPos(0.0, log_ceiling)
             self.ridge.setPos(0.0, log_ridge)
@@ -142,17 +137,17 @@ class MatmulBatchView(FigureView):
         if shown:
             bx = math.log10(out.b_star)
             if self.needs_update("answer", (bx, log_ridge)):
-                self.answer_line.setData([bx, bx], [Y_RANGE[0], log_ridge])
+                self.answer_line.set_data([bx, bx], [Y_RANGE[0], log_ridge])
             self.answer_label.setText(f"B* = {out.b_star:,.0f}")
             self.answer_label.setPos(bx, Y_RANGE[0] + 0.05)
         else:
             if self.needs_update("answer", None):
-                self.answer_line.setData([], [])
+                self.answer_line.set_data([], [])
             self.answer_label.setText("")
 
         if curves_changed:
-            self.memory_time.setData(log_b, np.log10(out.curve_memory))
-            self.compute_time.setData(log_b, np.log10(out.curve_compute))
+            self.memory_time.set_data(log_b, np.log10(out.curve_memory))
+            self.compute_time.set_data(log_b, np.log10(out.curve_compute))
         if self.needs_update("time_marker", (x, row.time.time)):
             self.time_marker.setPos(x, math.log10(row.time.time))
         low = math.floor(math.log10(min(out.curve_memory[0], out.curve_compute[0])))

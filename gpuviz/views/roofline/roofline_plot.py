@@ -11,7 +11,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks
-from gpuviz.core.plots import pen, plot_widget
+from gpuviz.core.plots import curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.data.hardware import load_gpus
 from gpuviz.models.roofline import (
@@ -98,13 +98,10 @@ class RooflineView(FigureView):
         set_log_ticks(item.getAxis("bottom"), *X_RANGE)
         set_log_ticks(item.getAxis("left"), *Y_RANGE, unit="FLOP/s")
 
-        self.other_roofs = pg.PlotDataItem(pen=pen("neutral", 1.0, Qt.DashLine),
-                                           connect="finite")
-        self.memory_roof = pg.PlotDataItem(pen=pen("memory", 3.0))
-        self.compute_roof = pg.PlotDataItem(pen=pen("compute", 3.0))
-        self.ridge_line = pg.PlotDataItem(pen=pen("neutral", 1.5, Qt.DotLine))
-        for line in (self.other_roofs, self.memory_roof, self.compute_roof, self.ridge_line):
-            item.addItem(line)
+        self.other_roofs = curve(item, pen("neutral", 1.0, Qt.DashLine))
+        self.memory_roof = curve(item, pen("memory", 3.0))
+        self.compute_roof = curve(item, pen("compute", 3.0))
+        self.ridge_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
         # All labels in one item painted in one call (a TextItem each is far slower).
         self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
                                             Y_RANGE[1] - Y_RANGE[0]))
@@ -172,9 +169,9 @@ class RooflineView(FigureView):
 
     def _set_roofs(self, roof: object, log_bw: float, log_peak: float,
                    log_ridge: float) -> None:
-        self.memory_roof.setData([X_RANGE[0], log_ridge], [log_bw + X_RANGE[0], log_peak])
-        self.compute_roof.setData([log_ridge, X_RANGE[1]], [log_peak, log_peak])
-        self.ridge_line.setData([log_ridge, log_ridge], [Y_RANGE[0], log_peak])
+        self.memory_roof.set_data([X_RANGE[0], log_ridge], [log_bw + X_RANGE[0], log_peak])
+        self.compute_roof.set_data([log_ridge, X_RANGE[1]], [log_peak, log_peak])
+        self.ridge_line.set_data([log_ridge, log_ridge], [Y_RANGE[0], log_peak])
 
         xs, ys = [], []
         for key in load_gpus():
@@ -184,7 +181,7 @@ class RooflineView(FigureView):
             o_bw, o_peak = math.log10(other.bandwidth), math.log10(other.peak)
             xs += [X_RANGE[0], o_peak - o_bw, X_RANGE[1], np.nan]
             ys += [o_bw + X_RANGE[0], o_peak, o_peak, np.nan]
-        self.other_roofs.setData(xs, ys)
+        self.other_roofs.set_data(xs, ys)  # NaN between the roofs: separate lines
         self.other_label.setText("dashed: the other GPUs")
         self.other_label.setPos(X_RANGE[1] - 0.05, Y_RANGE[1] - 0.05)
 
