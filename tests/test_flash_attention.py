@@ -336,4 +336,7 @@ def test_split_kv_sweep(key, splits, batch, kv_len, heads, group, kernel):
     assert s.split.waves == math.ceil(s.split.units / s.sms)
     assert 0 < s.split.utilisation <= 1
     assert s.split.total_time > 0 and s.speedup > 0
+    # The vectorised curve agrees with the one-split formula at every split count.
+    assert s.curve_time[splits - 1] == pytest.approx(s.split.total_time, rel=1e-12)
+    assert s.curve_time[0] == pytest.approx(s.unsplit.total_time, rel=1e-12)
     _finite_readouts(model)
