@@ -179,3 +179,85 @@ def test_readout_panel_keeps_full_texts_and_grows_only(qapp):
     assert panel.row_text("speed") == "Short\t1,234 GB/s"
     assert panel.contextMenuPolicy() == Qt.CustomContextMenu
     QGuiApplication.clipboard().clear()
+
+
+def test_fit_inside_flips_a_label_at_an_edge_and_pushes_back_a_wide_one():
+    from PySide6.QtCore import QRectF
+
+    from gpuviz.core.text import TEXT_MARGIN, fit_inside
+
+    area = QRectF(0, 0, 200, 100)
+    # Room where the anchor puts it: unchanged (the box is the text and its margins).
+    assert fit_inside(50, 50, 40, 10, (0, 0), area) == (50 + TEXT_MARGIN, 50 + TEXT_MARGIN)
+    assert fit_inside(50, 50, 40, 10, (1, 1), area) == (50 - 40 - TEXT_MARGIN,
+                                                        50 - 10 - TEXT_MARGIN)
+    # Right of a line near the right edge: flipped to the left of it, same height.
+    left, top = fit_inside(190, 50, 40, 10, (-0.05, 0), area)
+    assert left + 40 < 190 and top == 50 + TEXT_MARGIN
+    # Above a line near the top: flipped below it.
+    left, top = fit_inside(50, 5, 40, 10, (0, 1.05), area)
+    assert top > 5 and left == 50 + TEXT_MARGIN
+    # Centred on its point, or no room on either side: pushed back against the edge.
+    assert fit_inside(195, 50, 40, 10, (0.5, 0), area)[0] == 200 - 40
+    assert fit_inside(120, 50, 150, 10, (0, 0), area)[0] == 200 - 150
+    # Wider than the area: against the left edge.
+    assert fit_inside(100, 50, 300, 10, (0, 0), area)[0] == 0
+    # flip=False (a title): slid back by what it overruns, not moved to the other side.
+    assert fit_inside(170, 50, 40, 10, (0, 0), area, flip=False) == (160, 50 + TEXT_MARGIN)
+
+
+def test_text_layer_keeps_a_label_inside_its_view(qapp):
+    from PySide6.QtCore import QPointF, QRectF
+    from PySide6.QtGui import QColor
+
+    from gpuviz import theme
+    from gpuviz.core.plots import diagram_widget
+    from gpuviz.core.text import TextLayer
+
+    theme.apply("dark", qapp)
+    target = theme.color("highlight")
+    columns = {}
+    for keep in (False, True):
+        widget, box = diagram_widget()
+        box.setAspectLocked(False)
+        box.setRange(xRange=(0, 10), yRange=(0, 10), padding=0)
+        layer = TextLayer(QRectF(0, 0, 10, 10), keep_inside=keep)
+        layer.add("WWWWWWWW", role="highlight", anchor=(-0.05, 0.5)).setPos(9, 5)
+        box.addItem(layer)
+        widget.resize(400, 200)
+        widget.show()
+        for _ in range(3):
+            qapp.processEvents()
+        image = widget.grab().toImage()
+        point = box.mapViewToScene(QPointF(9, 5)).x() * image.devicePixelRatio()
+        inked = [x for x in range(image.width()) for y in range(0, image.height(), 2)
+                 if _close(QColor(image.pixel(x, y)), target)]
+        assert inked, "the label was not drawn"
+        columns[keep] = (min(inked), max(inked), point)
+        widget.close()
+    low, high, point = columns[False]
+    assert low > point  # right of its line, and cut by the view's edge
+    low, high, point = columns[True]
+    assert high < point  # flipped to the left of its line: all of it shows
+
+
+def _close(color, target) -> bool:  # noqa: ANN001
+    return (abs(color.red() - target.red()) + abs(color.green() - target.green())
+            + abs(color.blue() - target.blue())) < 60
+
+
+def test_crowded_tick_labels_are_thinned_to_every_kth():
+    from PySide6.QtCore import QRectF, Qt
+
+    from gpuviz.core.axis import thin_tick_labels
+
+    def specs(lefts: list[float], width: float) -> tuple:
+        return ("axis", ["ticks"], [(QRectF(x, 0, width, 10), Qt.AlignCenter, str(i))
+                                    for i, x in enumerate(lefts)])
+
+    roomy = specs([0, 40, 80, 120], 30)
+    assert thin_tick_labels(roomy) == roomy
+    crowded = thin_tick_labels(specs([0, 32, 64, 96, 128], 30))
+    assert [text for _, _, text in crowded[2]] == ["0", "2", "4"]
+    assert crowded[:2] == ("axis", ["ticks"])
+    assert thin_tick_labels(None) is None

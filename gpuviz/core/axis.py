@@ -4,7 +4,8 @@ A plot whose range changes re-draws its axes. pyqtgraph's AxisItem spends 1-2 ms
 Python on that (tick positions, a text measurement per label, the title's HTML set again
 for the SI prefix), which was the slowest part of most updates that moved an axis. This
 subclass draws the same ticks and labels (same values, strings, positions and pens),
-measuring each label once, and re-lays out the title only when its text changes. It
+measuring each label once, and re-lays out the title only when its text changes. One
+difference: a bottom axis drops labels that would touch (`thin_tick_labels`). It
 supports what the figures use: left and bottom axes, computed or explicit (`setTicks`)
 ticks, no pyqtgraph grid (GridPlotWidget paints the grid).
 """
@@ -19,6 +20,25 @@ LABEL_FLAGS = {
     "left": Qt.AlignRight | Qt.AlignVCenter | Qt.TextDontClip,
     "bottom": Qt.AlignHCenter | Qt.AlignTop | Qt.TextDontClip,
 }
+
+
+def thin_tick_labels(specs: tuple | None) -> tuple | None:
+    """An axis's draw specs (axis line, ticks, labels) with the labels of a horizontal axis
+    thinned to every k-th one, the smallest k that leaves half a line of space between
+    neighbours. pyqtgraph thins the labels of the ticks it picks itself, but draws every
+    label of ticks set with `setTicks` (decades on a log axis) however narrow the plot.
+    Runs only when the axis is redrawn (a new range, size or ticks)."""
+    if specs is None or len(specs[2]) < 2:
+        return specs
+    axis_spec, tick_specs, text_specs = specs
+    texts = sorted(text_specs, key=lambda spec: spec[0].center().x())
+    gap = 0.5 * texts[0][0].height()
+    for step in range(1, len(texts)):
+        kept = texts[::step]
+        if all(b[0].left() - a[0].right() >= gap
+               for a, b in zip(kept, kept[1:], strict=False)):
+            return axis_spec, tick_specs, kept
+    return axis_spec, tick_specs, texts[:1]
 
 
 class Axis(pg.AxisItem):
@@ -75,6 +95,10 @@ class Axis(pg.AxisItem):
         return size
 
     def generateDrawSpecs(self, p: QPainter) -> tuple | None:  # noqa: N802
+        specs = self._draw_specs(p)
+        return thin_tick_labels(specs) if self.orientation == "bottom" else specs
+
+    def _draw_specs(self, p: QPainter) -> tuple | None:
         if self.orientation not in LABEL_FLAGS or self.grid is not False:
             return super().generateDrawSpecs(p)
         if self.style["tickFont"] is not None:

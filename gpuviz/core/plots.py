@@ -6,6 +6,7 @@ Their setters do nothing when nothing changed, so a refresh repaints only what m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -14,6 +15,7 @@ from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
+    QFontMetricsF,
     QPainter,
     QPainterPath,
     QPen,
@@ -121,6 +123,10 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
     item.setLogMode(x=log_x, y=log_y)
     item.showGrid(x=True, y=True, alpha=0.25)
     tick_font = theme.font(9)
+    # A tick label is centred on its tick, so the one at the top edge of the plot sticks
+    # out by half a line: leave that much room above the plot (the plot widget's edge
+    # would cut it).
+    item.layout.setContentsMargins(1, math.ceil(QFontMetricsF(tick_font).height() / 2), 1, 1)
     for name in ("left", "bottom"):
         axis = item.getAxis(name)
         axis.setTickFont(tick_font)

@@ -8,7 +8,9 @@ refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px
   their own; `text_item()` in `gpuviz.core.plots` makes one.
 - `TextLayer`: any number of labels painted by one item in one call. Use it for a set of
   labels that change together (a label per bar or per point): one item to repaint
-  instead of many.
+  instead of many. With `keep_inside=True` a label that would run past an edge of the
+  plot is flipped to the other side of its point (`fit_inside`), decided at paint time
+  in pixels, so it holds for any window size.
 Rich text (HTML) needs a pg.TextItem; keep those to text set once in `build()`.
 """
 
@@ -24,6 +26,34 @@ from gpuviz import theme
 # QGraphicsTextItem's document margin, which pg.TextItem anchors include: labels keep the
 # place a TextItem gave them.
 TEXT_MARGIN = 4.0
+
+
+def fit_inside(x: float, y: float, width: float, height: float,
+               anchor: tuple[float, float], area: QRectF,
+               flip: bool = True) -> tuple[float, float]:
+    """Top-left corner of a `width` x `height` text whose box (the text and TEXT_MARGIN
+    around it) has its `anchor` point at (x, y), kept inside `area` (all in pixels).
+
+    Along an axis where the text would cross an edge, the anchor flips to the other side
+    of (x, y) (ax becomes 1 - ax: a label left of its point goes right of it, one above
+    a line goes below it); when neither side has room, or with `flip=False` (a title
+    that starts at a corner), the text slides back against the edge it crossed (the left
+    or top edge when it is larger than the area)."""
+    return (_fit_axis(x, width, anchor[0], area.left(), area.right(), flip),
+            _fit_axis(y, height, anchor[1], area.top(), area.bottom(), flip))
+
+
+def _fit_axis(point: float, size: float, anchor: float, low: float, high: float,
+              flip: bool) -> float:
+    box = size + 2 * TEXT_MARGIN
+    start = point - anchor * box + TEXT_MARGIN
+    if low <= start and start + size <= high:
+        return start
+    if flip:
+        flipped = point - (1.0 - anchor) * box + TEXT_MARGIN
+        if low <= flipped and flipped + size <= high:
+            return flipped
+    return max(low, min(start, high - size))
 
 
 class PixelText(QGraphicsSimpleTextItem):
@@ -140,11 +170,18 @@ class LayerLabel:
 class TextLayer(pg.GraphicsObject):
     """Labels at data positions, unscaled by the view, all painted in one call. `bounds`
     (data coordinates) must cover the visible view: the layer is repainted as a whole
-    when any label changes."""
+    when any label changes.
 
-    def __init__(self, bounds: QRectF) -> None:
+    keep_inside: keep every label inside the visible part of its view box (and of
+    `bounds`), flipping its anchor near an edge, or with `flip=False` only sliding it back
+    inside (see `fit_inside`). It is worked out while painting, in pixels, so it follows
+    resizes and costs a few additions per label."""
+
+    def __init__(self, bounds: QRectF, keep_inside: bool = False, flip: bool = True) -> None:
         super().__init__()
         self._bounds = QRectF(bounds)
+        self.keep_inside = keep_inside
+        self.flip = flip
         self.labels: list[LayerLabel] = []
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
@@ -162,8 +199,17 @@ class TextLayer(pg.GraphicsObject):
     def boundingRect(self) -> QRectF:  # noqa: N802
         return self._bounds
 
+    def visible_area(self) -> QRectF:
+        """The part of `bounds` that the view box shows, in the layer's coordinates (the
+        view box clips what lies outside)."""
+        box = self.getViewBox()
+        if isinstance(box, pg.ViewBox):
+            return self.mapRectFromItem(box, box.rect()) & self._bounds
+        return QRectF(self._bounds)
+
     def paint(self, painter: QPainter, *args: object) -> None:
         transform = painter.transform()
+        area = transform.mapRect(self.visible_area()) if self.keep_inside else None
         painter.save()
         painter.resetTransform()
         font = None
@@ -174,10 +220,13 @@ class TextLayer(pg.GraphicsObject):
             metrics = label.metrics
             lines = label.text.split("\n")
             width = max(metrics.horizontalAdvance(line) for line in lines)
-            width += 2 * TEXT_MARGIN
-            height = metrics.height() * len(lines) + 2 * TEXT_MARGIN
-            left = point.x() - label.anchor[0] * width + TEXT_MARGIN
-            top = point.y() - label.anchor[1] * height + TEXT_MARGIN
+            height = metrics.height() * len(lines)
+            if area is None:
+                left = point.x() - label.anchor[0] * (width + 2 * TEXT_MARGIN) + TEXT_MARGIN
+                top = point.y() - label.anchor[1] * (height + 2 * TEXT_MARGIN) + TEXT_MARGIN
+            else:
+                left, top = fit_inside(point.x(), point.y(), width, height, label.anchor,
+                                       area, self.flip)
             if label.font is not font:
                 font = label.font
                 painter.setFont(font)

@@ -22,6 +22,10 @@ LINES = (("standard_time", "memory", "standard attention"),
 X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)
 
 
+def _unbroken(text: str) -> str:
+    return text.replace(" ", "\u00a0")  # no-break spaces
+
+
 def _tokens(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
@@ -72,21 +76,26 @@ class HeadRooflineView(FigureView):
         self.marker.set_line(x, low - 1, x, high + 1,
                              self.plot.getPlotItem().getViewBox().viewPixelSize())
 
+        self.message.show_message(self._message(s))
+
+    def _message(self, s: object) -> str:
+        """At most four lines of the projector theme's control column: a longer comment
+        runs past the bottom of the column at 1280 x 800 (the numbers are readouts too).
+        A formula never breaks across lines."""
         d, br = self.model.head_dim, self.model.block_rows
+        standard = _unbroken(f"2 × {s.ridge:.0f} / {d} = {s.standard_limit:.2g}×") + (
+            " above compute")
         if self.model.l2_rereads:
-            flash = ("With L2 serving the re-reads, FlashAttention moves Q, K, V and O once "
-                     "and sits on the compute line.")
+            text = (f"Long sequences: standard attention is {standard}; with L2 serving the "
+                    f"re-reads, FlashAttention is on it")
             if s.kv_bytes > s.l2_bytes:
-                flash += (f" (Optimistic here: K and V of this head take "
-                          f"{s.kv_bytes / 1e6:.0f} MB, more than the {s.l2_bytes / 1e6:.0f} MB "
-                          f"L2.)")
-        elif br >= s.ridge:
-            flash = (f"B_r = {br} is past the ridge point ({s.ridge:.0f} FLOP/B): each K/V "
-                     f"byte feeds enough FLOPs, so FlashAttention is compute-bound.")
-        else:
-            flash = (f"FlashAttention re-reads K and V once per block of {br} queries: "
-                     f"{s.ridge:.0f} / {br} = {s.flash_limit:.2g}× above compute for long "
-                     f"sequences.")
-        self.message.show_message(
-            f"Standard attention moves the N² scores through HBM: 2 × {s.ridge:.0f} / {d} = "
-            f"{s.standard_limit:.2g}× above compute for long sequences. " + flash)
+                text += (f" (optimistic: K, V take {s.kv_bytes / 1e6:.3g} MB, L2 holds "
+                         f"{s.l2_bytes / 1e6:.3g} MB)")
+            return text + "."
+        text = (f"Long sequences: standard attention moves the N² scores through HBM, "
+                f"{standard}. ")
+        if br >= s.ridge:
+            return text + (f"FlashAttention is compute-bound: B_r = {br} is past the ridge "
+                           f"({s.ridge:.0f} FLOP/B).")
+        return text + (f"FlashAttention re-reads K, V once per {br} queries: "
+                       + _unbroken(f"{s.ridge:.0f} / {br} = {s.flash_limit:.2g}×."))

@@ -16,6 +16,10 @@ MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay rea
 WIDTH_STEP = 4
 ROW_GAP = 0.15
 STATE_Y = 2.75
+# Rows of this many cells or more get smaller numbers: "−1.2" is wider than a cell of a
+# 20-cell row in the projector theme at 1280 x 800.
+SMALL_FONT_FROM_WIDTH = 17
+SMALL_FONT = 6
 
 
 def _number(value: float) -> str:
@@ -35,8 +39,12 @@ class OnlineSoftmaxView(FigureView):
         canvas, self.box = diagram_widget()
         # Cells stretch to the width available: the numbers in them must stay legible.
         self.box.setAspectLocked(False)
+        # Two grids that differ only in font size: the small one serves the longest rows.
         self.cells = CellGrid(font_size=7)
+        self.small_cells = CellGrid(font_size=SMALL_FONT)
         self.box.addItem(self.cells)
+        self.box.addItem(self.small_cells)
+        self._cells_shown = self.cells
         self.score_label = text_item("x", anchor=(1, 0.5), bold=True)
         self.value_label = text_item("v", anchor=(1, 0.5), bold=True)
         self.state_label = text_item("", role="onchip", anchor=(0, 1), bold=True)
@@ -93,12 +101,16 @@ class OnlineSoftmaxView(FigureView):
             fills.append(theme.color("onchip", 80))
             outlines.append(theme.color("onchip"))
             texts.append(text)
-        self.cells.set_cells(np.array(rects, dtype=float), fills, outlines, texts,
-                             text_color=theme.color("text"))
+        shown = self.small_cells if width >= SMALL_FONT_FROM_WIDTH else self.cells
+        if shown is not self._cells_shown:
+            self._cells_shown.set_cells(np.empty((0, 4)), [])
+            self._cells_shown = shown
+        shown.set_cells(np.array(rects, dtype=float), fills, outlines, texts,
+                        text_color=theme.color("text"))
         self.score_label.setPos(-0.2, 0.5)
         self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
-        self.state_label.setText(f"Scores x and values v above; on-chip state after {k} "
-                                   f"of {t.blocks} blocks:")
+        # Short: one line across the diagram in the projector theme at 1280 x 800.
+        self.state_label.setText(f"On-chip state after {k} of {t.blocks} blocks:")
         self.state_label.setPos(0, STATE_Y - 0.1)
         if width != self._width:  # ranges only when the row length changes
             self._width = width

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -20,6 +20,7 @@ from gpuviz.core.plots import (
     set_curve,
     text_item,
 )
+from gpuviz.core.text import TextLayer
 from gpuviz.models.flash_attention import MAX_SPLITS
 
 
@@ -41,10 +42,13 @@ class SplitKVView(FigureView):
         item = self.plot.getPlotItem()
         item.setXRange(0.5, MAX_SPLITS + 0.5, padding=0)
         self.unsplit = curve(item, pen("neutral", 2, Qt.DashLine))
-        self.unsplit_label = text_item("no splitting", role="muted", anchor=(1, 1))
-        item.addItem(self.unsplit_label)
-        self.curve_label = text_item("attention + merge", role="memory", anchor=(1, 0))
-        item.addItem(self.curve_label)
+        # The two line labels, one item; a label that would leave the plot (the curve
+        # ending near the bottom, the dashed line near the top) flips to the other side.
+        self.line_labels = TextLayer(QRectF(0.5, 0, MAX_SPLITS, 1), keep_inside=True)
+        self.unsplit_label = self.line_labels.add("no splitting", role="muted", anchor=(1, 1))
+        self.curve_label = self.line_labels.add("attention + merge", role="memory",
+                                                anchor=(1, 0))
+        item.addItem(self.line_labels)
         self.curve = curve(item, pen("memory", 2.5))
         self.dot = Dots(item, 1, 11, theme.color("highlight"))
         self._y_top = 0.0
@@ -65,7 +69,9 @@ class SplitKVView(FigureView):
                                  theme.color("memory_light"))
             counts = per_sm.tolist()
             fills = [idle if n == 0 else full if n == top else short for n in counts]
-            texts = [str(n) if n else "" for n in counts]
+            # Thousands in short: four digits are wider than a cell in the projector theme.
+            texts = [("" if not n else str(n) if n < 1000 else f"{n / 1000:.0f}k")
+                     for n in counts]
             self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts,
                                text_color=theme.color("background"))
         if columns != self._columns:
@@ -83,6 +89,7 @@ class SplitKVView(FigureView):
         if y_top != self._y_top:
             self._y_top = y_top
             self.plot.getPlotItem().setYRange(0, y_top, padding=0)
+            self.line_labels.set_bounds(QRectF(0.5, 0, MAX_SPLITS, y_top))
         set_curve(self.curve, s.curve_splits, us)
         set_curve(self.unsplit, [1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
         self.dot.set_points([self.model.splits], [sp.total_time * 1e6])

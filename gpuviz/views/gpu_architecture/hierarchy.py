@@ -60,7 +60,8 @@ class HierarchyView(FigureView):
             button.setMinimumWidth(24)
 
         # A fixed-height panel: new text repaints it alone, without a relayout of the page.
-        self.description = TextPanel(4.2, accessible_name="What the selected level is")
+        # Five lines: a launch of 100 M threads takes that many in the projector theme.
+        self.description = TextPanel(5.0, accessible_name="What the selected level is")
         self.add_plot(self.description, 0)
 
         canvas, self.box = diagram_widget()
@@ -74,8 +75,10 @@ class HierarchyView(FigureView):
             image.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.cells = CellGrid(font_size=8.5)  # level boxes and waves: a few dozen cells
         self.outlines = CellGrid()
-        # The three titles: one item painted in one call.
-        self.titles = TextLayer(QRectF(-5, -5, WIDTH + 10, HEIGHT + 10))
+        # The three titles: one item painted in one call, slid back inside the canvas
+        # (not flipped to the left of their panel) when a narrow window cuts them.
+        self.titles = TextLayer(QRectF(-5, -5, WIDTH + 10, HEIGHT + 10), keep_inside=True,
+                                flip=False)
         self.block_title = self.titles.add(anchor=(0, 1))
         self.sm_title = self.titles.add(anchor=(0, 1))
         self.wave_title = self.titles.add(anchor=(0, 1))
@@ -125,7 +128,9 @@ class HierarchyView(FigureView):
         # filled by the share of block slots it uses.
         box_width = (WIDTH - BOX_GAP * (len(LEVELS) - 1)) / len(LEVELS)
         counts = {
-            "grid": f"{out.blocks:,} blocks",
+            # Millions in short: "3,125,000 blocks" is wider than its box (projector).
+            "grid": (f"{out.blocks:,} blocks" if out.blocks < 1_000_000 else
+                     f"{out.blocks / 1e6:.3g} M blocks"),
             "block": f"{out.block_size:,} threads",
             "warp": f"{WARP_SIZE} threads",
             "thread": "1 element",
@@ -175,17 +180,19 @@ class HierarchyView(FigureView):
             self.outlines.set_cells(np.array([outline]), [None],
                                     outlines=[theme.color("highlight")], outline_width=2.5)
 
+            # Short titles: each must fit over its own panel (32 of the 68 units across),
+            # or the two run together on a narrow canvas in the projector theme.
             self.block_title.setText(
-                f"Last block: {out.last_block_threads:,} threads busy, "
+                f"Last block: {out.last_block_threads:,} busy, "
                 f"{out.block_size - out.last_block_threads:,} idle")
             self.block_title.setPos(0, PANEL_TOP - 0.3)
             self.sm_title.setText(
                 f"Last wave: {out.busy_sms_last_wave} SMs busy, "
                 f"{out.idle_sms_last_wave} idle")
             self.sm_title.setPos(RIGHT_X, PANEL_TOP - 0.3)
-            more = "" if out.waves <= MAX_WAVE_CELLS else f" ({drawn} drawn)"
+            more = ", the" if out.waves <= MAX_WAVE_CELLS else f" ({drawn} drawn),"
             self.wave_title.setText(
-                f"{out.waves} wave{'s' if out.waves != 1 else ''}{more}, the last "
+                f"{out.waves:,} wave{'s' if out.waves != 1 else ''}{more} last "
                 f"{100 * out.last_wave_fill:.0f}% full")
             self.wave_title.setPos(RIGHT_X, wave_top - 0.3)
 

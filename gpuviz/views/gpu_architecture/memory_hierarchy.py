@@ -24,7 +24,7 @@ from gpuviz.models.gpu_architecture import (
 
 # Fixed log10 axis range per quantity (bytes, bytes/s, ns), wide enough for every GPU and
 # for the value labels to the right of the bars.
-AXIS = {"size": (5.0, 13.0), "bandwidth": (10.0, 17.0), "latency": (0.0, 5.6)}
+AXIS = {"size": (5.0, 13.0), "bandwidth": (10.0, 17.5), "latency": (0.0, 5.6)}
 AXIS_TITLE = {"size": "Size (whole chip)", "bandwidth": "Bandwidth",
               "latency": "Latency of one access"}
 STATUS_TAG = {"published": "", "measured": "", "computed": "computed",
@@ -61,8 +61,9 @@ class MemoryHierarchyView(FigureView):
         self.bars = CellGrid()  # opaque, unantialiased rectangles: cheap to repaint
         self.bars.clicked.connect(self._on_bar)
         item.addItem(self.bars)
-        # The value labels: one item painted in one call.
-        self.label_layer = TextLayer(QRectF(-1, -1, 20, MAX_ROWS + 2))
+        # The value labels: one item painted in one call; one that would still run past
+        # the right edge (a narrow window) is drawn over its bar instead.
+        self.label_layer = TextLayer(QRectF(-1, -1, 20, MAX_ROWS + 2), keep_inside=True)
         self.labels = [self.label_layer.add(anchor=(0, 0.5), bold=True)
                        for _ in range(MAX_ROWS)]
         item.addItem(self.label_layer)
@@ -159,7 +160,11 @@ class MemoryHierarchyView(FigureView):
                 value, tag = "—", ""
             lines.append(f"<b>{html.escape(level.label)} {name.lower()}</b> {value}{tag}: "
                          f"{html.escape(number.source)}")
-        self.sources.setText("<br>".join(lines))
+        # Footnote-sized: the longest sources (B200, shared memory) need more than the
+        # panel's 8.3 lines at the normal size in the projector theme at 1280 x 800.
+        size = 8.5 * theme.ui_scale()
+        self.sources.setText(f'<div style="font-size: {size:.1f}pt">' + "<br>".join(lines)
+                             + "</div>")
 
     def _set_message(self) -> None:
         out = self.model.out

@@ -21,7 +21,8 @@ class OccupancyView(FigureView):
 
         self.bars_plot = plot_widget("Blocks per SM this resource allows")
         item = self.bars_plot.getPlotItem()
-        item.setXRange(0, 35, padding=0)
+        # Bars stop at 33 (longer ones get a "▸"): room right of them for " 228 ▸".
+        item.setXRange(0, 38, padding=0)
         item.setYRange(-0.6, len(RESOURCES) - 0.4, padding=0)
         item.getAxis("left").setTicks([[(i, RESOURCE_LABELS[n]) for i, n in
                                         enumerate(RESOURCES)]])

@@ -31,6 +31,10 @@ STRIDE_MAX = int(CoalescingModel.parameter("stride").maximum)
 STRIDES = np.arange(1, STRIDE_MAX + 1)
 WIDTH = ROW + (ROW // PER_SECTOR - 1) * SECTOR_GAP
 BAR_WIDTH = 0.7
+# Room under the rows (cells): the two lines of the key, then the "not drawn" line under
+# them (the key is 2.1 cells tall in the projector theme at 1280 x 800).
+Y_BELOW = 4.4
+MORE_Y = 3.0
 
 
 def _element_x(column: np.ndarray) -> np.ndarray:
@@ -68,7 +72,7 @@ class CoalescingView(FigureView):
         self.sweep_plot = plot_widget("Stride (elements)", "Sectors per warp load")
         item = self.sweep_plot.getPlotItem()
         item.setXRange(0.5, STRIDE_MAX + 0.5, padding=0)
-        item.setYRange(0, WARP_SIZE + 6, padding=0)
+        item.setYRange(0, WARP_SIZE + 8, padding=0)  # room for the number over a bar
         self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=BAR_WIDTH,
                                      brush=brush("memory_light", 170), pen=pen("memory_light", 1))
         item.addItem(self.sweep)
@@ -86,21 +90,21 @@ class CoalescingView(FigureView):
         self._sweep_offset = -1
 
     def _fit_rows(self, rows: int) -> None:
-        """Show `rows` rows as `setRange(x: labels to last column, y: -1.4 to rows + 3.2)`
+        """Show `rows` rows as `setRange(x: labels to last column, y: -1.4 to rows + 4.4)`
         would, centred. When the width sets the zoom both for these rows and for the
         range in place, only the centre moves: shift the content instead."""
         size = self.box.size()
         x_span = WIDTH + 0.2 + LABEL_WIDTH
 
         def width_bound(r: int) -> bool:
-            return (r + 4.6) * size.width() <= x_span * size.height()
+            return (r + Y_BELOW + 1.4) * size.width() <= x_span * size.height()
 
         if self._range_rows and width_bound(rows) and width_bound(self._range_rows):
             self.content.setPos(0, (self._range_rows - rows) / 2)
             return
         self._range_rows = rows
         self.content.setPos(0, 0)
-        self.box.setRange(xRange=(-LABEL_WIDTH, WIDTH + 0.2), yRange=(-1.4, rows + 3.2),
+        self.box.setRange(xRange=(-LABEL_WIDTH, WIDTH + 0.2), yRange=(-1.4, rows + Y_BELOW),
                           padding=0.02)
 
     def refresh(self) -> None:
@@ -151,13 +155,13 @@ class CoalescingView(FigureView):
                                          else "" for r in range(rows)],
                                   text_color=theme.color("muted"))
             self.key.setPos(0, rows + 0.3)
-            self.more.setPos(0, rows + 2.1)
+            self.more.setPos(0, rows + MORE_Y)
             self._fit_rows(rows)
         hidden = int(np.count_nonzero(~drawn))
         self.more.setText(
-            f"Not drawn: {needed - rows} more rows like these, holding threads "
-            f"{WARP_SIZE - hidden}–{WARP_SIZE - 1} and {out.sectors.size - drawn_sectors.size} "
-            "more fetched sectors" if hidden else "")
+            f"Not drawn: {needed - rows} more rows (threads {WARP_SIZE - hidden}–"
+            f"{WARP_SIZE - 1}, {out.sectors.size - drawn_sectors.size} more sectors)"
+            if hidden else "")  # short: one line across the diagram
 
         offset = self.model.offset
         if offset != self._sweep_offset:
@@ -166,7 +170,13 @@ class CoalescingView(FigureView):
         sectors = int(out.sectors.size)
         self.current.setRect(QRectF(self.model.stride - BAR_WIDTH / 2, 0, BAR_WIDTH, sectors))
         self.current_label.setText(str(sectors))
-        self.current_label.setPos(self.model.stride, sectors + 2)
+        # Over the bar; the last bar's number ends at the bar's right side, inside the plot.
+        if self.model.stride < STRIDE_MAX:
+            self.current_label.setAnchor((0.5, 1))
+            self.current_label.setPos(self.model.stride, sectors + 0.6)
+        else:
+            self.current_label.setAnchor((1, 1))
+            self.current_label.setPos(self.model.stride + BAR_WIDTH / 2, sectors + 0.6)
         self.title.setText(f"{sectors} sectors: {format_value(out.bytes_fetched, 'B')} fetched "
                            f"for {format_value(out.bytes_used, 'B')} used "
                            f"({format_value(100 * out.efficiency, '%')})")

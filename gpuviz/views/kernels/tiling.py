@@ -22,7 +22,10 @@ SHARED_RANGE_KB = 280.0
 SMALL_FONT = 5.5  # point size of the read counters when N is large
 SMALL_FONT_FROM_N = 16  # fixed x range of the bar; bigger needs are clipped and marked
 BAR_HEIGHT = 0.6
-LIMIT_LABEL_AT = 0.12  # fraction of the bar plot's height, from the bottom
+LIMIT_LABEL_AT = 0.2  # fraction of the bar plot's height, from the bottom
+# The opt-in limit's label goes right of its line when this much of the axis (KB) is left
+# there, so it stays clear of the default limit's label (A100: 48 and 163 KB).
+OPT_IN_LABEL_ROOM_KB = 60.0
 
 
 def _square_rects(x0: float, y0: float, count: int) -> np.ndarray:
@@ -197,6 +200,8 @@ class TiledMatmulView(FigureView):
                 line.setPos(limit / KB, 0)
                 label.setPos(limit / KB, label.y())
                 label.setText(f"{name} {format_value(limit / KB, 'KB')}")
+            room = SHARED_RANGE_KB - opt_in_limit / KB >= OPT_IN_LABEL_ROOM_KB
+            self.opt_in_label.setAnchor((0, 0.5) if room else (1, 0.5))
 
         tile = self.model.full_tile
         if over:

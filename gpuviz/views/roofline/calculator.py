@@ -41,7 +41,7 @@ class CalculatorView(FigureView):
         self.time_bars = CellGrid()
         item.addItem(self.time_bars)
         # Bar labels: one item per plot, painted in one call; bounds follow the x range.
-        self.time_layer = TextLayer(QRectF(0, -0.6, 1, 2.2))
+        self.time_layer = TextLayer(QRectF(0, -0.6, 1, 2.2), keep_inside=True)
         self.time_labels = [self.time_layer.add(size=10, bold=True, anchor=(0, 0.5))
                             for _ in range(2)]
         item.addItem(self.time_layer)
@@ -56,7 +56,7 @@ class CalculatorView(FigureView):
         self.gain_bars = CellGrid()
         gitem.addItem(self.gain_bars)
         self.one_line = curve(gitem, pen("text", 1.5, Qt.DashLine))
-        self.gain_layer = TextLayer(QRectF(0, -0.6, 1, 3.2))
+        self.gain_layer = TextLayer(QRectF(0, -0.6, 1, 3.2), keep_inside=True)
         self.gain_labels = [self.gain_layer.add(size=10, bold=True, anchor=(0, 0.5))
                             for _ in range(3)]
         gitem.addItem(self.gain_layer)
@@ -70,7 +70,8 @@ class CalculatorView(FigureView):
         t = out.time
         roof = out.roof
         times = np.array([t.compute, t.memory])
-        top = nice_ceiling(times.max() * 1.35)
+        # Room right of the longer bar for its label (" 35.1 µs  ← the bound").
+        top = nice_ceiling(times.max() * 1.7)
         if top != self._time_max:
             self._time_max = top
             self.time_plot.getPlotItem().setXRange(0, top, padding=0)
@@ -109,8 +110,8 @@ class CalculatorView(FigureView):
         g = gpu(self.model.gpu)
         self.steps.setText(
             f"<b>1.</b> Work {si_text(out.flops, 'FLOP')}, traffic {si_text(out.bytes, 'B')}"
-            f" → intensity {format_value(out.intensity, 'FLOP/B')} (ridge of the {g.short_name}: "
-            f"{roof.ridge:,.0f})<br>"
+            f" → {format_value(out.intensity, 'FLOP/B')} ({g.short_name} ridge: "
+            f"{roof.ridge:,.0f})<br>"  # one line at 1280 x 800 in the projector theme
             f"<b>2.</b> Compute time = FLOPs / {roof.peak / 1e12:,.1f} TFLOP/s = "
             f"{time_text(t.compute)}<br>"
             f"<b>3.</b> Memory time = bytes / {roof.bandwidth / 1e12:,.2f} TB/s = "

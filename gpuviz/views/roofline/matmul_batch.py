@@ -20,7 +20,9 @@ X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
 Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B
 
 
-TABLE_HEADER = ("B", "Work", "Bytes", "FLOP/B", "Time", "Time × (B=1)", "Bound")
+# Short headers and cells: the table must fit the plot column in the projector theme at
+# 1280 x 800 (its columns only grow, so the widest B, "16,384 now", counts).
+TABLE_HEADER = ("B", "Work", "Bytes", "FLOP/B", "Time", "vs B=1", "Bound")
 
 
 def _hline(x: tuple[float, float], y: float) -> tuple[list[float], list[float]]:
@@ -54,14 +56,17 @@ class MatmulBatchView(FigureView):
         self.ceiling.set_data(*_hline(X_RANGE, 0.0))
         self.ridge.set_data(*_hline(X_RANGE, 0.0))
         self.guess_line.set_data([0.0, 0.0], [Y_RANGE[0], Y_RANGE[1]])
-        # The labels of a plot are one item, painted in one call.
+        # The labels of a plot are one item, painted in one call; near an edge a label
+        # flips to the other side of its line (a guess of 10k reads left of its line).
+        # The guess sits at the foot of its line, clear of the ceiling's label at the top
+        # left; the answer right of its line, under the ridge it crosses.
         labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                  Y_RANGE[1] - Y_RANGE[0]))
+                                  Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
         self.ceiling_label = labels.add(role="text", size=9, anchor=(0, 1.05))
         self.ridge_label = labels.add(role="compute", size=9, bold=True, anchor=(1, 1.05))
-        self.guess_label = labels.add(role="text", size=9, anchor=(-0.05, 0))
+        self.guess_label = labels.add(role="text", size=9, anchor=(-0.05, 1))
         self.answer_label = labels.add(role="highlight", size=9, bold=True,
-                                       anchor=(-0.05, 1))
+                                       anchor=(-0.05, -0.05))
         item.addItem(labels)
         # Pens and brushes made once: the scatter items cache a rendered symbol per
         # pen/brush object.
@@ -78,7 +83,8 @@ class MatmulBatchView(FigureView):
         self.compute_time = curve(titem, pen("compute", 2.5))
         self.time_marker = pg.ScatterPlotItem(size=12)
         titem.addItem(self.time_marker)
-        self.time_text = TextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60))
+        self.time_text = TextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60),
+                                   keep_inside=True)
         self.memory_time_label = self.time_text.add("memory time", role="memory", size=9,
                                                     anchor=(0, 1.05))
         self.compute_time_label = self.time_text.add("compute time", role="compute", size=9,
@@ -132,14 +138,14 @@ class MatmulBatchView(FigureView):
         if self.needs_update("guess", guess):
             self.guess_line.setPos(guess, 0.0)
         self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
-        self.guess_label.setPos(guess, Y_RANGE[1] - 0.05)
+        self.guess_label.setPos(guess, Y_RANGE[0] + 0.05)
         shown = self.model.revealed and math.isfinite(out.b_star)
         if shown:
             bx = math.log10(out.b_star)
             if self.needs_update("answer", (bx, log_ridge)):
                 self.answer_line.set_data([bx, bx], [Y_RANGE[0], log_ridge])
             self.answer_label.setText(f"B* = {out.b_star:,.0f}")
-            self.answer_label.setPos(bx, Y_RANGE[0] + 0.05)
+            self.answer_label.setPos(bx, log_ridge)
         else:
             if self.needs_update("answer", None):
                 self.answer_line.set_data([], [])
@@ -178,7 +184,7 @@ class MatmulBatchView(FigureView):
         for r in (*out.table, out.row):
             current = r is out.row
             color = theme.color("highlight" if current else "text")
-            values = [f"{r.batch:,}" + (" (now)" if current else ""), si_text(r.flops, "FLOP"),
+            values = [f"{r.batch:,}" + (" now" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
                       f"{r.intensity:,.1f}", time_text(r.time.time),
                       f"{r.time.time / first.time.time:,.2f}×", r.time.bound]

@@ -24,22 +24,23 @@ from gpuviz.models.roofline import (
 
 X_RANGE = (-3.0, 5.0)  # log10 FLOP/B
 Y_RANGE = (9.0, 16.5)  # log10 FLOP/s
-EDGE_DECADES = 1.6  # labels this close to the left or right edge flip sides
 POINT_SIZE = 13
 SELECTED_SIZE = 19
 
 # Where each op's label sits relative to its point (TextItem anchor), chosen so the
 # cluster of ops near 1 FLOP/B stays readable: left-and-above or right-and-below the roof.
+# Near an edge of the plot the layer flips a label to the other side of its point.
 LABEL_ANCHORS = {
     "add": (1.08, 0.0),
     "softmax": (1.06, 1.1),
     "layernorm": (-0.08, 0.0),
-    "decode_matmul": (1.08, 0.1),
+    "decode_matmul": (-0.06, -1.2),  # under decode attention's label: same point
     "decode_attention": (-0.06, -0.2),
     "decode_matmul_64": (-0.08, 0.0),
     "prefill_attention": (1.08, -0.1),
-    "prefill_matmul": (0.5, 1.25),
+    "prefill_matmul": (0.15, 1.25),  # clear of the peak label, which ends at the ridge
 }
+MOVED_ANCHOR = (-0.08, 0.5)  # an op dragged off its place: right of its point
 
 
 class DraggablePoints(pg.ScatterPlotItem):
@@ -104,7 +105,7 @@ class RooflineView(FigureView):
         self.ridge_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
         # All labels in one item painted in one call (a TextItem each is far slower).
         self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                            Y_RANGE[1] - Y_RANGE[0]))
+                                            Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
         self.memory_label = self.roof_labels.add(role="memory", size=10, bold=True,
                                                  anchor=(0.5, 1.1))
         self.compute_label = self.roof_labels.add(role="compute", size=10, bold=True,
@@ -124,7 +125,7 @@ class RooflineView(FigureView):
         self.points.point_clicked.connect(self._on_click)
         self.points.point_dragged.connect(self._on_drag)
         self.op_layer = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                         Y_RANGE[1] - Y_RANGE[0]))
+                                         Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
         self.op_layer.setZValue(11)
         item.addItem(self.op_layer)
         self.op_labels = [self.op_layer.add(op.label, size=9,
@@ -143,16 +144,6 @@ class RooflineView(FigureView):
         with self.model.batch():
             self.model.set("selected_op", op.key)
             self.model.set("intensity_scale", scale)
-
-    @staticmethod
-    def _anchor(key: str, x: float) -> tuple[float, float]:
-        """The label's preferred side, flipped near the plot's edges so it stays inside."""
-        ax, ay = LABEL_ANCHORS.get(key, (0.0, 0.0))
-        if x > X_RANGE[1] - EDGE_DECADES and ax < 0.5:
-            ax = 1.08
-        elif x < X_RANGE[0] + EDGE_DECADES and ax > 0.5:
-            ax = -0.08
-        return ax, ay
 
     def refresh(self) -> None:
         out = self.model.out
@@ -210,7 +201,8 @@ class RooflineView(FigureView):
             pens.append(self._pens[selected])
             sizes.append(SELECTED_SIZE if selected else POINT_SIZE)
         self.points.setData(x=log_x, y=log_y, brush=brushes, pen=pens, size=sizes)
-        for i, label in enumerate(self.op_labels):
-            label.setPos(float(log_x[i]), float(log_y[i]))
-            label.setAnchor(self._anchor(named_ops()[i].key, float(log_x[i])))
+        for i, (label, op) in enumerate(zip(self.op_labels, named_ops(), strict=True)):
+            label.setPos(float(log_x[i]), float(log_y[i]))  # flipped near an edge by the layer
+            moved = self.model.scale_of(op.key) != 1.0
+            label.setAnchor(MOVED_ANCHOR if moved else LABEL_ANCHORS.get(op.key, (0, 0)))
             label.setColor(theme.color("highlight" if i == out.selected else "text"))
