@@ -1,7 +1,7 @@
 """pyqtgraph pieces shared by the figures: themed plots, diagram canvases, CellGrid (one
 graphics item that paints any number of coloured cells in a single paint() call), and
 stand-ins for pyqtgraph items that run Python on every repaint (TextItem, ScatterPlotItem,
-InfiniteLine, PlotDataItem): `text_item`, `Dots`, `Segment`, `curve`/`set_curve`.
+InfiniteLine, PlotDataItem): `text_item`, `Dots`, `Segment`, `curve` (a `Curve`).
 Their setters do nothing when nothing changed, so a refresh repaints only what moved."""
 
 from __future__ import annotations
@@ -467,10 +467,6 @@ def curve(plot: pg.PlotItem, qpen: QPen, name: str | None = None) -> Curve:
     if name and plot.legend is not None:
         plot.legend.addItem(item, name)
     return item
-
-
-def set_curve(item: Curve, x: np.ndarray, y: np.ndarray) -> None:
-    item.set_data(x, y)
 
 
 def legend_entry(legend: pg.LegendItem, name: str, targets: Sequence[QGraphicsItem | Dots],

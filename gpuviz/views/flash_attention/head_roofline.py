@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import time_label
-from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget, set_curve
+from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
 
 LINES = (("standard_time", "memory", "standard attention"),
@@ -68,7 +68,7 @@ class HeadRooflineView(FigureView):
                 [[(e, time_label(e - 6)) for e in range(low, high + 1)], []])  # data in µs
         log_n = np.log10(s.curve.n)
         for key, _, _ in LINES:
-            set_curve(self.curves[key], log_n, np.log10(getattr(s.curve, key) * 1e6))
+            self.curves[key].set_data(log_n, np.log10(getattr(s.curve, key) * 1e6))
         x = math.log10(float(s.point.n[0]))
         self.dots.set_points([x] * len(LINES),
                              [math.log10(float(getattr(s.point, key)[0]) * 1e6)

@@ -10,7 +10,7 @@ from PySide6.QtCore import QSignalBlocker, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, set_curve, text_item
+from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, text_item
 from gpuviz.models.flash_attention import merge_scores
 
 SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
@@ -109,12 +109,12 @@ class MergeView(FigureView):
         self.b_label.setPos((split + keys) / 2 - 0.5 if split < keys else keys - 1, top * 1.2)
 
         x = np.arange(self.model.DIMS)
-        set_curve(self.full, x, s.full.o)
-        set_curve(self.merged, x, s.merged.o)
+        self.full.set_data(x, s.full.o)
+        self.merged.set_data(x, s.merged.o)
         self.merged_dots.set_points(x, s.merged.o)
-        set_curve(self.o_a, x, s.a.o)
-        set_curve(self.o_b, x, s.b.o)
-        set_curve(self.plain, x, s.plain)
+        self.o_a.set_data(x, s.a.o)
+        self.o_b.set_data(x, s.b.o)
+        self.plain.set_data(x, s.plain)
 
         if s.full.l == 0.0:
             self.message.show_message(

@@ -17,7 +17,6 @@ from gpuviz.core.plots import (
     grid_rects,
     pen,
     plot_widget,
-    set_curve,
     text_item,
 )
 from gpuviz.core.text import TextLayer
@@ -90,8 +89,8 @@ class SplitKVView(FigureView):
             self._y_top = y_top
             self.plot.getPlotItem().setYRange(0, y_top, padding=0)
             self.line_labels.set_bounds(QRectF(0.5, 0, MAX_SPLITS, y_top))
-        set_curve(self.curve, s.curve_splits, us)
-        set_curve(self.unsplit, [1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
+        self.curve.set_data(s.curve_splits, us)
+        self.unsplit.set_data([1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
         self.dot.set_points([self.model.splits], [sp.total_time * 1e6])
         # The two labels sit on opposite sides of the lines' right ends, never on each other.
         above = float(us[-1]) >= s.unsplit.total_time * 1e6

@@ -19,7 +19,6 @@ from gpuviz.core.plots import (
     opaque_blend,
     pen,
     plot_widget,
-    set_curve,
     text_item,
 )
 from gpuviz.models.kernels import FUSION_N_MAX, FUSION_N_MIN, US
@@ -90,11 +89,11 @@ class FusionView(FigureView):
     def refresh(self) -> None:
         out = self.model.out
         n = self.model.elements
-        # The curves depend on k, ops, dtype, GPU and launch overhead, not on N: set_curve
+        # The curves depend on k, ops, dtype, GPU and launch overhead, not on N: set_data
         # skips them when N alone moved.
         x = np.log10(out.n_curve)
-        set_curve(self.unfused, x, np.log10(out.unfused_curve_s / US))
-        set_curve(self.fused, x, np.log10(out.fused_curve_s / US))
+        self.unfused.set_data(x, np.log10(out.unfused_curve_s / US))
+        self.fused.set_data(x, np.log10(out.fused_curve_s / US))
         log_n = math.log10(n)
         log_unfused = math.log10(out.unfused_s / US)
         log_fused = math.log10(out.fused_s / US)
