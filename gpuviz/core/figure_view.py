@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
+    QGraphicsView,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -73,6 +74,10 @@ class FigureView(QWidget):
         layout.addLayout(self.plot_area, 1)
 
         self.build()
+        # pyqtgraph applies a new view range to the items when the plot is painted, which
+        # changes them again and paints the whole plot a second time; applying it right
+        # after refresh() makes one paint do (see _refresh_now).
+        self._scenes = [view.scene() for view in self.findChildren(QGraphicsView)]
         model.changed.connect(self.schedule_refresh)
         self._refresh_now()
 
@@ -94,6 +99,8 @@ class FigureView(QWidget):
             self.time_controls.sync()
         self.readouts.sync()
         self.refresh()
+        for scene in self._scenes:
+            scene.prepareForPaint()
 
     def needs_update(self, key: object, value: object) -> bool:
         """True (and remember `value`) when `value` differs from what was last shown under
