@@ -11,7 +11,7 @@ refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px
   instead of many. With `keep_inside=True` a label that would run past an edge of the
   plot is flipped to the other side of its point (`fit_inside`), decided at paint time
   in pixels, so it holds for any window size.
-Rich text (HTML) needs a pg.TextItem; keep those to text set once in `build()`.
+- `rich_text`: a label of HTML (several colours), set once; painted by Qt alone.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen, QTransform
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem, QGraphicsTextItem
 
 from gpuviz import theme
 
@@ -110,6 +110,22 @@ class PixelText(QGraphicsSimpleTextItem):
         height = rect.height() + 2 * TEXT_MARGIN
         self.setTransform(QTransform.fromTranslate(
             TEXT_MARGIN - self._anchor[0] * width, TEXT_MARGIN - self._anchor[1] * height))
+
+
+def rich_text(html: str, size: float = 9, anchor: tuple[float, float] = (0, 0)
+              ) -> QGraphicsTextItem:
+    """A fixed-size label of rich text placed like a pg.TextItem (`anchor` as in
+    PixelText; move it with setPos in data units). pg.TextItem runs Python on every
+    repaint of its plot; this item is painted by Qt alone. Set its text once."""
+    item = QGraphicsTextItem()
+    item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+    item.setFont(theme.font(size))
+    item.setDefaultTextColor(theme.color("text"))
+    item.setHtml(html)
+    box = item.boundingRect()  # includes the document margin, as a TextItem's anchor does
+    item.setTransform(QTransform.fromTranslate(-anchor[0] * box.width(),
+                                               -anchor[1] * box.height()))
+    return item
 
 
 class LayerLabel:

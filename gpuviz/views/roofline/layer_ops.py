@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.plots import CellGrid, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import TextLayer, rich_text
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
 
 BAR_HEIGHT = 0.7
@@ -39,13 +38,11 @@ class LayerOpsView(FigureView):
         self.label_layer = TextLayer(QRectF(0, -1, 1, len(LAYER_OPS) + 1))
         self.time_labels = [self.label_layer.add(size=8, anchor=(0, 0.5)) for _ in LAYER_OPS]
         item.addItem(self.label_layer)
-        # Two colours in one label: rich text needs a pg.TextItem; it is set once here.
-        self.legend = pg.TextItem(color=theme.color("text"), anchor=(1, 0))
-        self.legend.setFont(theme.font(9))
-        self.legend.setHtml(
+        # Two colours in one label: rich text, set once here.
+        self.legend = rich_text(
             f"<span style='color:{theme.color('compute').name()}'>■ compute-bound</span>"
             f"&nbsp;&nbsp;<span style='color:{theme.color('memory').name()}'>"
-            f"■ memory-bound</span>")
+            f"■ memory-bound</span>", size=9, anchor=(1, 0))
         item.addItem(self.legend)
         self._legend_pos: tuple[float, float] | None = None
         self._ticks: tuple[str, ...] = ()
@@ -84,8 +81,7 @@ class LayerOpsView(FigureView):
                 label.setColor(theme.color("highlight" if i == out.selected else "text"))
             else:
                 label.setText("")
-        # The legend's text never changes (setHtml compares the whole document): set it
-        # in build, move it only when the axis does.
+        # The legend's text never changes: set in build, moved only when the axis is.
         if (x_max, n) != self._legend_pos:
             self._legend_pos = (x_max, n)
             self.legend.setPos(x_max, n - 0.4 - 0.05 * n)
