@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen, QTransform
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPen,
+    QStaticText,
+    QTransform,
+)
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem, QGraphicsTextItem
 
 from gpuviz import theme
@@ -131,7 +140,8 @@ def rich_text(html: str, size: float = 9, anchor: tuple[float, float] = (0, 0)
 class LayerLabel:
     """One label of a TextLayer, with PixelText's setters."""
 
-    __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible")
+    __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible",
+                 "lines", "width", "height")
 
     def __init__(self, layer: TextLayer, text: str, color: QColor, font: QFont,
                  anchor: tuple[float, float]) -> None:
@@ -143,12 +153,24 @@ class LayerLabel:
         self.font = font
         self.metrics = QFontMetricsF(font)
         self.visible = True
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """Each line laid out once per text (drawText lays it out on every paint)."""
+        self.lines = []
+        for line in self.text.split("\n"):
+            static = QStaticText(line)
+            static.prepare(QTransform(), self.font)
+            self.lines.append(static)
+        self.width = max(self.metrics.horizontalAdvance(line) for line in self.text.split("\n"))
+        self.height = self.metrics.height() * len(self.lines)
 
     def setText(self, text: str, color: QColor | None = None) -> None:  # noqa: N802
         if color is not None:
             self.setColor(color)
         if text != self.text:
             self.text = text
+            self._lay_out()
             self._layer.update()
 
     def toPlainText(self) -> str:  # noqa: N802
@@ -233,10 +255,7 @@ class TextLayer(pg.GraphicsObject):
             if not label.visible or not label.text:
                 continue
             point = transform.map(QPointF(label.x, label.y))
-            metrics = label.metrics
-            lines = label.text.split("\n")
-            width = max(metrics.horizontalAdvance(line) for line in lines)
-            height = metrics.height() * len(lines)
+            width, height = label.width, label.height
             if area is None:
                 left = point.x() - label.anchor[0] * (width + 2 * TEXT_MARGIN) + TEXT_MARGIN
                 top = point.y() - label.anchor[1] * (height + 2 * TEXT_MARGIN) + TEXT_MARGIN
@@ -247,7 +266,7 @@ class TextLayer(pg.GraphicsObject):
                 font = label.font
                 painter.setFont(font)
             painter.setPen(label.color)
-            for i, line in enumerate(lines):
-                painter.drawText(QPointF(left, top + metrics.ascent()
-                                         + i * metrics.height()), line)
+            line_height = label.metrics.height()
+            for i, static in enumerate(label.lines):
+                painter.drawStaticText(QPointF(left, top + i * line_height), static)
         painter.restore()
