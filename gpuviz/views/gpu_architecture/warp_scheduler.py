@@ -106,9 +106,10 @@ class WarpSchedulerView(FigureView):
         rects = np.column_stack([x0[shown], rows - heights / 2, x1[shown] - x0[shown],
                                  heights])
         self.bars.set_cells(rects, [self._colours[k] for k in kinds[shown]])
-        top = n + 1.0
-        self.playhead.set_line(t, -0.6, t, top, item.getViewBox().viewPixelSize())
-        self.playhead.setVisible(t < out.horizon)
+        playing = t < out.horizon
+        if playing:  # the pixel size costs a few mapping calls: only for a shown playhead
+            self.playhead.set_line(t, -0.6, t, n + 1.0, item.getViewBox().viewPixelSize())
+        self.playhead.setVisible(playing)
 
         needed = out.warps_needed
         formula_idle = 100 * out.idle_share_formula
