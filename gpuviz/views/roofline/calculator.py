@@ -62,7 +62,8 @@ class CalculatorView(FigureView):
         gitem.addItem(self.gain_layer)
         self.one_line.set_data([1, 1], [-0.6, 2.6])
         self._gain_max = 0.0
-        self._gain_ticks: tuple[str, ...] = ()
+        names = ["Faster GPU"] + [w.label for w in self.model.out.what_ifs[1:]]
+        gitem.getAxis("left").setTicks([list(enumerate(names)), []])
         self.add_plot(self.gain_plot, 2)
 
     def refresh(self) -> None:
@@ -96,15 +97,14 @@ class CalculatorView(FigureView):
             self._gain_max = top_gain
             gitem.setXRange(0, top_gain, padding=0)
             self.gain_layer.set_bounds(QRectF(0, -0.6, top_gain, 3.2))
-        names = tuple(w.label for w in out.what_ifs)
-        if names != self._gain_ticks:
-            self._gain_ticks = names
-            gitem.getAxis("left").setTicks([[(i, n) for i, n in enumerate(names)], []])
         grects = np.column_stack([np.zeros(3), np.arange(3) - BAR_HEIGHT / 2, gains,
                                   np.full(3, BAR_HEIGHT)])
         self.gain_bars.set_cells(grects, [theme.color(r) for r in WHAT_IF_ROLES])
         for i, (label, w) in enumerate(zip(self.gain_labels, out.what_ifs, strict=True)):
-            label.setText(f" {w.speedup:.2f}× ({time_text(w.time)})")
+            # The GPU's name goes in its bar's label: the row names stay put, so a new
+            # GPU does not re-lay out the axis.
+            which = f" {w.label[0].lower()}{w.label[1:]}" if i == 0 else ""
+            label.setText(f" {w.speedup:.2f}×{which} ({time_text(w.time)})")
             label.setPos(float(gains[i]), float(i))
 
         g = gpu(self.model.gpu)
