@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
-from gpuviz.core.plots import curve, pen, plot_widget
+from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal, TextTable
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
@@ -49,9 +48,11 @@ class MatmulBatchView(FigureView):
         self.curve = curve(item, pen("text", 2.5))
         self.guess_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
         self.answer_line = curve(item, pen("highlight", 2.0))
-        self.marker = pg.ScatterPlotItem(size=14)
-        item.addItem(self.marker)
-        # The straight lines and the markers are drawn once at the origin and moved with
+        # A marker in each colour; the one of the current bound shows.
+        marker_roles = [theme.color("compute"), theme.color("memory")]
+        marker_outline = pen("text", 1.5)
+        self.marker = Dots(item, 2, 14, marker_roles, marker_outline)
+        # The straight lines are drawn once at the origin and moved with
         # setPos: a move costs less than new data (a new path).
         self.ceiling.set_data(*_hline(X_RANGE, 0.0))
         self.ridge.set_data(*_hline(X_RANGE, 0.0))
@@ -68,11 +69,6 @@ class MatmulBatchView(FigureView):
         self.answer_label = labels.add(role="highlight", size=9, bold=True,
                                        anchor=(-0.05, -0.05))
         item.addItem(labels)
-        # Pens and brushes made once: the scatter items cache a rendered symbol per
-        # pen/brush object.
-        self._marker_pen = [pg.mkPen(theme.color("text"), width=1.5)]
-        self._marker_brush = {role: [pg.mkBrush(theme.color(role))]
-                              for role in ("compute", "memory")}
         self.add_plot(self.plot, 3)
 
         self.time_plot = plot_widget("Batch B (tokens, log scale)", "Time")
@@ -81,8 +77,7 @@ class MatmulBatchView(FigureView):
         set_log_ticks(titem.getAxis("bottom"), *X_RANGE)
         self.memory_time = curve(titem, pen("memory", 2.5))
         self.compute_time = curve(titem, pen("compute", 2.5))
-        self.time_marker = pg.ScatterPlotItem(size=12)
-        titem.addItem(self.time_marker)
+        self.time_marker = Dots(titem, 2, 12, marker_roles, marker_outline)
         self.time_text = TextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60),
                                    keep_inside=True)
         self.memory_time_label = self.time_text.add("memory time", role="memory", size=9,
@@ -125,14 +120,9 @@ class MatmulBatchView(FigureView):
         else:
             self.ceiling_label.setAnchor((0, 1.05))
         x = math.log10(row.batch)
-        role = "compute" if row.time.bound == COMPUTE else "memory"
-        if self.needs_update("marker_role", role):  # drawn at the origin, moved below
-            self.marker.setData([0.0], [0.0], brush=self._marker_brush[role],
-                                pen=self._marker_pen)
-            self.time_marker.setData([0.0], [0.0], brush=self._marker_brush[role],
-                                     pen=self._marker_pen)
-        if self.needs_update("marker", (x, row.intensity)):
-            self.marker.setPos(x, math.log10(row.intensity))
+        # The marker of the other colour gets NaN, which hides it.
+        xs = [x, math.nan] if row.time.bound == COMPUTE else [math.nan, x]
+        self.marker.set_points(xs, [math.log10(row.intensity)] * 2)
 
         guess = math.log10(self.model.guess_batch)
         if self.needs_update("guess", guess):
@@ -154,8 +144,7 @@ class MatmulBatchView(FigureView):
         if curves_changed:
             self.memory_time.set_data(log_b, np.log10(out.curve_memory))
             self.compute_time.set_data(log_b, np.log10(out.curve_compute))
-        if self.needs_update("time_marker", (x, row.time.time)):
-            self.time_marker.setPos(x, math.log10(row.time.time))
+        self.time_marker.set_points(xs, [math.log10(row.time.time)] * 2)
         low = math.floor(math.log10(min(out.curve_memory[0], out.curve_compute[0])))
         high = math.ceil(math.log10(max(out.curve_memory[-1], out.curve_compute[-1])))
         if self._time_range != (low, high):  # moves only with d and the GPU, in decades
