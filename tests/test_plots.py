@@ -29,6 +29,13 @@ def _specs(axis: pg.AxisItem, method) -> tuple:  # noqa: ANN001
             [(rect.getRect(), int(flags), text) for rect, flags, text in texts])
 
 
+def _assert_axes_draw_as_pyqtgraph(item: pg.PlotItem) -> None:
+    for name in ("bottom", "left"):
+        axis = item.getAxis(name)
+        assert _specs(axis, type(axis).generateDrawSpecs) == _specs(
+            axis, pg.AxisItem.generateDrawSpecs)
+
+
 @pytest.mark.parametrize("log_x", [False, True])
 @pytest.mark.parametrize("x_range", [(0, 1e-3), (0.5, 1234.0), (-3.0, 7.5), (1e-9, 4e-9)])
 def test_axis_draws_what_pyqtgraph_draws(qapp, x_range, log_x):
@@ -42,10 +49,7 @@ def test_axis_draws_what_pyqtgraph_draws(qapp, x_range, log_x):
     item.setXRange(low, high, padding=0)
     item.setYRange(0, 37, padding=0)
     qapp.processEvents()
-    for name in ("bottom", "left"):
-        axis = item.getAxis(name)
-        assert _specs(axis, type(axis).generateDrawSpecs) == _specs(
-            axis, pg.AxisItem.generateDrawSpecs)
+    _assert_axes_draw_as_pyqtgraph(item)
     widget.close()
 
 
@@ -59,10 +63,7 @@ def test_axis_with_explicit_ticks_and_minor_level(qapp):
     set_log_ticks(item.getAxis("bottom"), 0, 4)
     item.getAxis("left").setTicks([[(0, "compute"), (1, "memory time"), (2, "a longer name")]])
     qapp.processEvents()
-    for name in ("bottom", "left"):
-        axis = item.getAxis(name)
-        assert _specs(axis, type(axis).generateDrawSpecs) == _specs(
-            axis, pg.AxisItem.generateDrawSpecs)
+    _assert_axes_draw_as_pyqtgraph(item)
     widget.close()
 
 
