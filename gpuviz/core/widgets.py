@@ -423,8 +423,7 @@ class ReadoutPanel(QFrame):
         return {key: text or "" for key, text in self.shown.items()}
 
     def row_text(self, key: str) -> str:
-        name, value = self.rows[key]
-        return f"{name.text()}\t{self.shown[key]}"
+        return f"{self.rows[key][0].text()}\t{self.shown[key]}"
 
     def _show_copy_menu(self, position: QPoint) -> None:
         menu = QMenu(self)
