@@ -63,6 +63,7 @@ SHORTCUTS = (
     ("In lecture mode: play or pause", "Space"),
     ("Export figure", "Ctrl+E"),
     ("Copy figure", "Ctrl+Shift+C"),
+    ("Copy the readouts as text", "Ctrl+Alt+C"),
     ("Full screen", "F11"),
     ("Quit", "Ctrl+Q"),
 )
@@ -366,6 +367,7 @@ class MainWindow(QMainWindow):
         add("full_screen", "&Full screen", self.toggle_full_screen, "F11")
         add("export", "&Export figure…", lambda: self.export_figure(), "Ctrl+E")
         add("copy", "&Copy figure", self.copy_figure, "Ctrl+Shift+C")
+        add("copy_readouts", "Copy &readouts", self.copy_readouts, "Ctrl+Alt+C")
         add("export_data", "Export &data (CSV)…", lambda: self.export_data())
         add("open_playlist", "&Open playlist…", lambda: self.open_playlist())
         add("save_playlist", "&Save playlist…", lambda: self.save_playlist())
@@ -377,7 +379,7 @@ class MainWindow(QMainWindow):
         bar = self.menuBar()
         a = self.actions
         file_menu = bar.addMenu("&File")
-        for key in ("export", "copy", "export_data"):
+        for key in ("export", "copy", "copy_readouts", "export_data"):
             file_menu.addAction(a[key])
         file_menu.addSeparator()
         for key in ("open_playlist", "save_playlist", "clear_playlist"):
@@ -615,6 +617,14 @@ class MainWindow(QMainWindow):
             return False
         export.copy_image(page, export.metadata(page.spec, page.model))
         self.statusBar().showMessage("Figure copied to the clipboard", 4000)
+        return True
+
+    def copy_readouts(self) -> bool:
+        page = self._current_page()
+        if self.kiosk is not None or page is None:
+            return False
+        page.view.readouts.copy_all()
+        self.statusBar().showMessage("Readouts copied to the clipboard", 4000)
         return True
 
     def export_data(self, path: Path | str | None = None) -> bool:

@@ -79,6 +79,13 @@ def test_copy_puts_an_image_on_the_clipboard(window):
     assert not image.isNull() and image.width() >= window.pages["1.3"].width()
 
 
+def test_copy_readouts_puts_their_text_on_the_clipboard(window):
+    assert window.copy_readouts()
+    text = QGuiApplication.clipboard().text()
+    assert "Launch\tfails" in text.splitlines()
+    assert len(text.splitlines()) == len(window.models["1.3"].readouts())
+
+
 def test_unwritable_or_unknown_targets_say_so(window, tmp_path):
     assert not window.export_figure(tmp_path / "missing" / "x.png")
     assert "cannot write" in window.messages[-1]

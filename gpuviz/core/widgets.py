@@ -348,7 +348,8 @@ class TimeControls(QWidget):
 class ReadoutPanel(QFrame):
     """Label: value unit, for every readout of the model, updated in place.
 
-    The values are plain labels, copied through the context menu: a mouse-selectable
+    The values are plain labels, copied through the context menu or the main window's
+    Copy readouts (Ctrl+Alt+C): a mouse-selectable
     label rebuilds a text document on every new value (~0.3 ms each, measured)."""
 
     def __init__(self, model: FigureModel, parent: QWidget | None = None) -> None:
@@ -432,9 +433,12 @@ class ReadoutPanel(QFrame):
             if under_mouse in (name, value):
                 menu.addAction(f"Copy {name.text()}", lambda key=key: QGuiApplication
                                .clipboard().setText(self.row_text(key)))
-        menu.addAction("Copy all readouts", lambda: QGuiApplication.clipboard().setText(
-            "\n".join(self.row_text(key) for key in self.rows)))
+        menu.addAction("Copy all readouts", self.copy_all)
         menu.exec(self.mapToGlobal(position))
+
+    def copy_all(self) -> None:
+        """Every readout as "label<TAB>value unit" lines on the clipboard."""
+        QGuiApplication.clipboard().setText("\n".join(self.row_text(key) for key in self.rows))
 
 
 class MessageLabel(QLabel):
