@@ -72,7 +72,7 @@ def test_curve_skips_unchanged_data_leaves_gaps_and_joins_the_legend(qapp):
     item = widget.getPlotItem()
     item.addLegend()
     line = curve(item, pen("memory"), name="memory time")
-    assert isinstance(line, Curve) and line.name() == "memory time"
+    assert isinstance(line, Curve) and line.opts["name"] == "memory time"
     assert len(item.legend.items) == 1
     line.set_data([0, 1, 2, 3], [1, np.nan, 3, 4])
     shown = line._xy
@@ -80,7 +80,7 @@ def test_curve_skips_unchanged_data_leaves_gaps_and_joins_the_legend(qapp):
     assert line._xy is shown  # unchanged points: the path is not built again
     assert line.path().elementCount() == 4  # pieces around the NaN (pyqtgraph pads a lone point)
     assert line.boundingRect().contains(3, 4)
-    assert np.array_equal(line.data()[0], [0, 1, 2, 3])
+    assert np.array_equal(line._xy[0], [0, 1, 2, 3])
     line.set_data([], [])
     assert line.path().isEmpty()
     widget.close()

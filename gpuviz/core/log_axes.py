@@ -36,6 +36,15 @@ def set_log_ticks(axis: pg.AxisItem, low: float, high: float, unit: str = "") ->
     axis.setTicks([major, minor])
 
 
+def set_log_ranges(plot: pg.PlotItem, x_range: tuple[float, float],
+                   y_range: tuple[float, float], y_unit: str = "") -> None:
+    """Fix a log-log plot (log10 coordinates) to these ranges, with decade ticks."""
+    plot.setXRange(*x_range, padding=0)
+    plot.setYRange(*y_range, padding=0)
+    set_log_ticks(plot.getAxis("bottom"), *x_range)
+    set_log_ticks(plot.getAxis("left"), *y_range, unit=y_unit)
+
+
 TIME_NAMES = ((0, "s"), (-3, "ms"), (-6, "µs"), (-9, "ns"), (-12, "ps"))
 
 

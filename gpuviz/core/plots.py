@@ -427,9 +427,6 @@ class Curve(QGraphicsPathItem):
         # Room for the pen on every side, in pixels (Qt adds 2 more to repainted areas).
         self._pad = max(0.0, qpen.widthF() / 2 - 1.5)
 
-    def name(self) -> str | None:
-        return self.opts["name"]
-
     def set_data(self, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> None:
         """Draw through these points; nothing happens when they are the ones shown."""
         x = np.asarray(x, dtype=float)
@@ -442,9 +439,6 @@ class Curve(QGraphicsPathItem):
         self.prepareGeometryChange()
         self._data_bounds = path.controlPointRect()
         self.setPath(path)
-
-    def data(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._xy if self._xy is not None else (np.zeros(0), np.zeros(0))
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
         # QGraphicsPathItem pads by the pen width in *data* units (on a log axis, a band

@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
+from gpuviz.core.log_axes import set_log_ranges, set_log_ticks, set_time_ticks
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal, TextTable
@@ -39,10 +39,7 @@ class MatmulBatchView(FigureView):
         self.plot = plot_widget("Batch B (tokens, log scale)",
                                 "Intensity (FLOP/B)")
         item = self.plot.getPlotItem()
-        item.setXRange(*X_RANGE, padding=0)
-        item.setYRange(*Y_RANGE, padding=0)
-        set_log_ticks(item.getAxis("bottom"), *X_RANGE)
-        set_log_ticks(item.getAxis("left"), *Y_RANGE)
+        set_log_ranges(item, X_RANGE, Y_RANGE)
         self.ceiling = curve(item, pen("neutral", 2.0, Qt.DashLine))
         self.ridge = curve(item, pen("compute", 2.5))
         self.curve = curve(item, pen("text", 2.5))

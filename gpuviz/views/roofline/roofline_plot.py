@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import set_log_ticks
+from gpuviz.core.log_axes import set_log_ranges
 from gpuviz.core.plots import curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.data.hardware import load_gpus
@@ -94,10 +94,7 @@ class RooflineView(FigureView):
         self.plot = plot_widget("Arithmetic intensity (FLOP per byte, log scale)",
                                 "Attainable FLOP/s (log scale)")
         item = self.plot.getPlotItem()
-        item.setXRange(*X_RANGE, padding=0)
-        item.setYRange(*Y_RANGE, padding=0)
-        set_log_ticks(item.getAxis("bottom"), *X_RANGE)
-        set_log_ticks(item.getAxis("left"), *Y_RANGE, unit="FLOP/s")
+        set_log_ranges(item, X_RANGE, Y_RANGE, y_unit="FLOP/s")
 
         self.other_roofs = curve(item, pen("neutral", 1.0, Qt.DashLine))
         self.memory_roof = curve(item, pen("memory", 3.0))
