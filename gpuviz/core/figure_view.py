@@ -29,7 +29,9 @@ from gpuviz.core.widgets import (
 
 
 class FigureView(QWidget):
-    """Controls on the left, plots on the right, readouts under the controls.
+    """Controls on the left with the readouts under them; plots on the right with a
+    comment (`self.message`) under them, where it stays in view however tall the
+    control column gets.
 
     Subclasses implement `build()` (create controls with `self.controls.add(name)` and
     plot items once, adding plots with `self.add_plot`) and `refresh()` (update those
@@ -55,7 +57,6 @@ class FigureView(QWidget):
             left_layout.addWidget(self.time_controls)
         left_layout.addWidget(self.controls)
         left_layout.addWidget(self.readouts)
-        left_layout.addWidget(self.message)
         left_layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidget(left)
@@ -68,10 +69,13 @@ class FigureView(QWidget):
 
         self.plot_area = QVBoxLayout()
         self.plot_area.setContentsMargins(0, 0, 0, 0)
+        right = QVBoxLayout()
+        right.addLayout(self.plot_area, 1)
+        right.addWidget(self.message)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
-        layout.addLayout(self.plot_area, 1)
+        layout.addLayout(right, 1)
 
         self.build()
         # pyqtgraph applies a new view range to the items when the plot is painted, which
@@ -143,6 +147,9 @@ class FigurePage(QWidget):
         policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
         policy.setHeightForWidth(True)
         self.caption.setSizePolicy(policy)
+        # A wrapping label asks for its height at 80 characters' width; the caption gets
+        # the page's width, and the window must not grow taller than a 1280x800 screen.
+        self.caption.setMinimumSize(1, 1)
         self.reset_button = QPushButton("Reset")
         self.reset_button.setToolTip("Restore this figure's defaults (Ctrl+R)")
         self.reset_button.clicked.connect(model.reset)

@@ -444,17 +444,21 @@ class ReadoutPanel(QFrame):
 class MessageLabel(QLabel):
     """A sentence or two of comment; `warn=True` shows it in the highlight colour.
 
-    Its size is fixed (`lines` lines of the column's width, growing only when a longer
-    message needs it), so a new message repaints the label alone instead of laying out
-    the whole figure again, and nothing jumps."""
+    Its height is fixed (at least `lines` lines, growing when a longer message needs it
+    and fitted again only when its width changes), so a new message repaints the label
+    alone instead of laying out the whole figure again, and nothing jumps while a
+    control is dragged. Without `width` it takes the width its layout gives it."""
 
-    def __init__(self, parent: QWidget | None = None, lines: int = 5,
+    def __init__(self, parent: QWidget | None = None, lines: int = 2,
                  width: int | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
         self.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        width = width or int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
-        self.setFixedSize(width, lines * self.fontMetrics().lineSpacing() + 4)
+        if width is not None:
+            self.setFixedWidth(width)
+        self._least_height = lines * self.fontMetrics().lineSpacing() + 4
+        self.setFixedHeight(self._least_height)
+        self._fitted_width = -1
         self._shown: tuple[str, bool] | None = None
 
     def show_message(self, text: str, warn: bool = False) -> None:
@@ -473,14 +477,23 @@ class MessageLabel(QLabel):
         self._shown = (text, warn)
         if text != self.text():
             self.setText(text)
-            needed = self.heightForWidth(self.width())
-            if needed > self.height():  # grow for a longer message, never shrink: no jitter
-                self.setFixedHeight(needed)
+            self._fit_height(grow_only=True)
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self.width() != self._fitted_width:
+            self._fitted_width = self.width()
+            self._fit_height(grow_only=False)
+
+    def _fit_height(self, grow_only: bool) -> None:
+        needed = max(self._least_height, self.heightForWidth(self.width()))
+        if needed > self.height() or (needed < self.height() and not grow_only):
+            self.setFixedHeight(needed)
 
 
 class TextPanel(QFrame):
     """A framed panel of (rich) text with a fixed height (`lines` lines), for a formula or
-    an explanation beside a plot (MessageLabel is the comment under the controls).
+    an explanation beside a plot (MessageLabel is the comment under the plots).
 
     It paints one QTextDocument that it keeps: new text is parsed and laid out once and
     repaints the panel alone (a rich-text QLabel builds a new document on every change,
