@@ -1,6 +1,6 @@
 """Update + repaint latency of every catalog figure, frame rate while playing, cold start.
 
-    python benchmarks/latency.py [--json out.json] [--figures 1.1,1.3]
+    python benchmarks/latency.py [--json out.json] [--figures 1.1,1.3] [--theme projector]
 
 For each figure (1280x800, offscreen): every slider is swept over its range and back and
 every combo box through its entries; one sample is the time from the control's change to
@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault("QT_LOGGING_RULES", "qt.qpa.*=false")  # offscreen plugin chatter
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -158,14 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     parser.add_argument("--figures", help="comma-separated figure numbers (default: all)")
     parser.add_argument("--no-startup", action="store_true", help="skip the cold start runs")
+    parser.add_argument("--theme", default="dark", choices=("dark", "light", "projector"),
+                        help="the look to measure in (default: dark)")
     args = parser.parse_args(argv)
 
     from PySide6.QtWidgets import QApplication
 
     from gpuviz import catalog, theme
+    from gpuviz.app import quiet_offscreen_warnings
 
+    quiet_offscreen_warnings()
     app = QApplication.instance() or QApplication([])
-    theme.apply("dark", app)
+    theme.apply(args.theme, app)
     specs = catalog.all_figures()
     if args.figures:
         wanted = set(args.figures.split(","))

@@ -166,10 +166,9 @@ def render_screenshot(spec, model, path: Path, size: tuple[int, int],  # noqa: A
                       theme_name: str) -> None:
     """Render one figure offscreen (no window appears) and save it as PNG."""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
-    qInstallMessageHandler(_quiet_offscreen)
+    quiet_offscreen_warnings()
 
     from gpuviz import theme
     from gpuviz.core.figure_view import FigurePage
@@ -185,8 +184,15 @@ def render_screenshot(spec, model, path: Path, size: tuple[int, int],  # noqa: A
         raise UsageError(f"cannot write the screenshot to '{path}'")
 
 
-def _quiet_offscreen(mode, context, message: str) -> None:  # noqa: ANN001
-    # The offscreen platform warns about window hints it cannot honour; harmless here.
+def quiet_offscreen_warnings() -> None:
+    """Drop the offscreen platform's warnings about window hints it cannot honour
+    (harmless when rendering offscreen); every other Qt message still goes to stderr."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    qInstallMessageHandler(_print_unless_size_hints)
+
+
+def _print_unless_size_hints(mode, context, message: str) -> None:  # noqa: ANN001
     if "propagateSizeHints" not in message:
         print(message, file=sys.stderr)
 

@@ -42,6 +42,23 @@ def test_screenshot_is_not_blank(page):
     drive.check_readouts(page)
 
 
+@pytest.mark.parametrize("spec", FIGURES, ids=IDS)
+def test_projector_look_fits_a_1280x800_screen(spec, qapp, qtbot):
+    """Lecture mode shows the page alone, full screen: at 1280x800 with the projector's
+    big type it must not need more height than the screen has."""
+    from gpuviz import theme
+
+    theme.apply("projector", qapp)
+    try:
+        page = drive.build_page(spec)
+        qtbot.addWidget(page)
+        assert page.minimumSizeHint().height() <= 800
+        assert (page.width(), page.height()) == (1280, 800)
+        drive.pause(page)
+    finally:
+        theme.apply("dark", qapp)
+
+
 def test_every_control_to_both_ends_and_back(page):
     seen = {tuple(drive.readout_texts(page).values())}
     for slider in drive.sliders(page):

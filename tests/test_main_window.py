@@ -79,6 +79,15 @@ def test_theme_switch_keeps_the_figure_state(window):
     window.set_theme("dark")
 
 
+def test_window_keeps_its_size_through_every_figure_in_the_projector_look(window, qapp):
+    window.set_theme("projector")
+    for spec in catalog.all_figures():
+        window.show_figure(spec.number)
+        qapp.processEvents()
+        assert (window.width(), window.height()) == (1280, 800), spec.number
+    window.set_theme("dark")
+
+
 def test_reset_shortcut_restores_defaults(window, qtbot):
     window.show_figure("1.3")
     window.models["1.3"].set("threads_per_block", 1024)
