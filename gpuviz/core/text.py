@@ -113,12 +113,22 @@ class PixelText(QGraphicsSimpleTextItem):
             self._pos = (x, y)
             super().setPos(x, y)
 
+    def set_scale(self, scale: float) -> None:
+        """Shrink (or grow) the label about its anchor point, which stays at its position.
+        Does nothing when the scale is unchanged."""
+        if scale != self.scale():
+            self.setScale(scale)
+
     def _place(self) -> None:
         rect = self.boundingRect()
         width = rect.width() + 2 * TEXT_MARGIN
         height = rect.height() + 2 * TEXT_MARGIN
         self.setTransform(QTransform.fromTranslate(
             TEXT_MARGIN - self._anchor[0] * width, TEXT_MARGIN - self._anchor[1] * height))
+        # Qt scales about this origin, in the text's own coordinates (before the anchor
+        # shift above): the anchor point, so a scaled label stays where it was put.
+        self.setTransformOriginPoint(self._anchor[0] * width - TEXT_MARGIN,
+                                     self._anchor[1] * height - TEXT_MARGIN)
 
 
 def rich_text(html: str, size: float = 9, anchor: tuple[float, float] = (0, 0)

@@ -591,6 +591,8 @@ class TextTable(QWidget):
         for width in self._widths:
             x += width + 2 * self.PADDING
             rights.append(x - self.PADDING)
+        if x > self.width() > 0:  # too narrow for the columns: shrink the table, never clip it
+            painter.scale(self.width() / x, self.width() / x)
         painter.setFont(self._header_font)
         painter.setPen(theme.color("muted"))
         self._row(painter, header, rights, 0)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtWidgets import QSizePolicy
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -14,6 +15,7 @@ from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, text_
 from gpuviz.models.flash_attention import merge_scores
 
 SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
+LEGEND_SHARE = 0.4  # of the lower plot's width, at most, for its legend
 
 
 def _m_text(m: float) -> str:
@@ -61,9 +63,13 @@ class MergeView(FigureView):
         dims = self.model.DIMS
         item.setXRange(-0.3, dims - 0.7, padding=0)
         item.getAxis("bottom").setTicks([[(i, str(i)) for i in range(dims)]])
-        item.addLegend(offset=(8, 8), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
-                       brush=pg.mkBrush(theme.color("panel", 200)))
+        # The legend has a column of its own right of the plot area (beside the x axis
+        # too), so it never covers the curves: the plot's layout keeps its room.
+        self.legend = pg.LegendItem(labelTextColor=theme.color("text"),
+                                    labelTextSize=f"{9 * theme.current().font_scale:.0f}pt")
+        self.legend.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
+        item.layout.addItem(self.legend, 2, 3, 2, 1, Qt.AlignTop)
+        item.legend = self.legend  # where curve() and legend_entry() add their rows
         # PlotCurveItems (no work on range changes) and pixmap dots for the merged
         # result's markers; its legend row is a proxy that still shows line and symbol.
         self.full = curve(item, pen("text", 5.0), name="full attention")
@@ -77,9 +83,32 @@ class MergeView(FigureView):
                                         style=Qt.DotLine), name="o_A")
         self.o_b = curve(item, pg.mkPen(theme.series(SET_B), width=theme.line_width(1.5),
                                         style=Qt.DotLine), name="o_B")
-        self.plain = curve(item, pen("highlight", 2.5), name="plain average (o_A + o_B)/2")
+        self.plain = curve(item, pen("highlight", 2.5), name="plain average<br>(o_A + o_B)/2")
         item.setYRange(-self._bound, self._bound, padding=0)
+        self._legend_size = self.legend.layout.effectiveSizeHint(Qt.PreferredSize)
+        self._legend_scale = 0.0
+        item.getViewBox().sigResized.connect(self._fit_legend)
         self.add_plot(self.out_plot, 3)
+
+    def _fit_legend(self) -> None:
+        """Scale the legend down when its column would be taller than the plot area and
+        x axis, or wider than LEGEND_SHARE of the plot (on a resize)."""
+        item = self.out_plot.getPlotItem()
+        natural = self._legend_size
+        height = item.getViewBox().height() + item.getAxis("bottom").height()
+        if height <= 0 or natural.isEmpty():
+            return
+        scale = min(1.0, height / natural.height(),
+                    LEGEND_SHARE * item.width() / natural.width())
+        if scale != self._legend_scale:
+            self._legend_scale = scale
+            # Its column is as wide as the scaled legend; the rows keep their natural
+            # layout and are drawn scaled (about the legend's top left corner).
+            size = natural * scale
+            for set_size in (self.legend.setMinimumSize, self.legend.setPreferredSize,
+                             self.legend.setMaximumSize):
+                set_size(size)
+            self.legend.setScale(scale)
 
     def _on_drag(self) -> None:
         self.model.set("split", int(round(self.split_line.value() + 0.5)))

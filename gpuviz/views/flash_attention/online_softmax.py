@@ -7,19 +7,37 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.text import TEXT_MARGIN
 
 MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay readable
 WIDTH_STEP = 4
 ROW_GAP = 0.15
-STATE_Y = 2.75
+ROWS_BOTTOM = 2 + ROW_GAP + 0.06  # the block outlines' lower edge
+STATE_Y = 2.75  # top of the state boxes, at least; lower when the label needs the room
+STATE_HEIGHT = 1.1
+LABEL_LIFT = 0.1  # the state label's lower edge above the boxes
+Y_TOP = -0.3
+BELOW_STATE = 1.3  # y range past the top of the state boxes
+X_LEFT = -0.9  # room for the row names
+PADDING = 0.02  # the diagram's setRange padding
 # Rows of this many cells or more get smaller numbers: "−1.2" is wider than a cell of a
 # 20-cell row in the projector theme at 1280 x 800.
 SMALL_FONT_FROM_WIDTH = 17
 SMALL_FONT = 6
+
+
+def _x_range(width: int) -> tuple[float, float]:
+    return X_LEFT, width + 0.1
+
+
+def _state_text(done: int, blocks: int) -> str:
+    # Short: one line across the diagram in the projector theme at 1280 x 800.
+    return f"On-chip state after {done} of {blocks} blocks:"
 
 
 def _number(value: float) -> str:
@@ -50,6 +68,12 @@ class OnlineSoftmaxView(FigureView):
         self.state_label = text_item("", role="onchip", anchor=(0, 1), bold=True)
         for item in (self.score_label, self.value_label, self.state_label):
             self.box.addItem(item)
+        # The state label keeps its pixel size; the gap it sits in follows the window.
+        # `_fit_state_row` (on a resize) moves the boxes down until the gap is as tall as
+        # the label, and scales the label down where the diagram is too narrow for it.
+        self._state_y = STATE_Y
+        self._range: tuple[int, float] | None = None
+        self.box.sigResized.connect(self._fit_state_row)
         self.add_plot(canvas, 2)
 
         self.plot = plot_widget("key index i", "e^(x_i − m), seen so far")
@@ -65,6 +89,38 @@ class OnlineSoftmaxView(FigureView):
         self._width = 0
         item.addItem(self.factor_text)
         self.add_plot(self.plot, 3)
+
+    def _fit_state_row(self) -> None:
+        """Room for the state label, in pixels (on a resize): its scale, 1 unless the
+        diagram is too narrow for its longest text, and the top of the state boxes."""
+        width, height = self.box.width(), self.box.height()
+        if width <= 0 or height <= 0:
+            return
+        label = self.state_label
+        # Room right of x = 0 with the narrowest row, for the longest text.
+        x_low, x_high = _x_range(MIN_WIDTH)
+        pad = PADDING * (x_high - x_low)
+        room = width * (x_high + pad) / (x_high - x_low + 2 * pad)
+        most = math.ceil(self.model.parameter("n_scores").maximum
+                         / self.model.parameter("block_size").minimum)
+        text_width = QFontMetricsF(label.font()).horizontalAdvance(_state_text(most, most))
+        scale = min(1.0, room / (text_width + 2 * TEXT_MARGIN))
+        label.set_scale(scale)
+        # The state top for which the label's box (scaled) fills the gap between the rows
+        # and the boxes, `need` pixels: (state_y - lift) * pixels per unit = need, where
+        # the pixels per unit fall as the y range grows with state_y.
+        need = scale * (label.boundingRect().height() + 2 * TEXT_MARGIN)
+        stretch = 1 + 2 * PADDING
+        lift = ROWS_BOTTOM + LABEL_LIFT
+        fixed = BELOW_STATE - Y_TOP  # span of the y range besides the state top
+        if height > stretch * need:
+            state_y = (lift * height + fixed * stretch * need) / (height - stretch * need)
+        else:
+            state_y = 2 * STATE_Y
+        state_y = round(max(STATE_Y, min(state_y, 2 * STATE_Y)), 3)
+        if state_y != self._state_y:
+            self._state_y = state_y
+            self.schedule_refresh()
 
     def refresh(self) -> None:
         s = self.model.out
@@ -95,9 +151,10 @@ class OnlineSoftmaxView(FigureView):
         # The on-chip state: three yellow boxes.
         box_w = width / 3
         m_text = "−∞" if math.isinf(t.m[k]) else f"{t.m[k]:.4g}"
+        state_y = self._state_y
         for j, text in enumerate((f"m = {m_text}", f"l = {t.l[k]:.5g}",
                                   f"o = {t.o[k]:.5g}")):
-            rects.append((j * box_w, STATE_Y, box_w - 0.3, 1.1))
+            rects.append((j * box_w, state_y, box_w - 0.3, STATE_HEIGHT))
             fills.append(theme.color("onchip", 80))
             outlines.append(theme.color("onchip"))
             texts.append(text)
@@ -109,13 +166,15 @@ class OnlineSoftmaxView(FigureView):
                         text_color=theme.color("text"))
         self.score_label.setPos(-0.2, 0.5)
         self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
-        # Short: one line across the diagram in the projector theme at 1280 x 800.
-        self.state_label.setText(f"On-chip state after {k} of {t.blocks} blocks:")
-        self.state_label.setPos(0, STATE_Y - 0.1)
-        if width != self._width:  # ranges only when the row length changes
+        self.state_label.setText(_state_text(k, t.blocks))
+        self.state_label.setPos(0, state_y - LABEL_LIFT)
+        # Ranges only when the row length or the window (see _fit_state_row) changes.
+        if (width, state_y) != self._range:
+            self._range = (width, state_y)
+            self.box.setRange(xRange=_x_range(width), yRange=(Y_TOP, state_y + BELOW_STATE),
+                              padding=PADDING)
+        if width != self._width:
             self._width = width
-            self.box.setRange(xRange=(-0.9, width + 0.1), yRange=(-0.3, STATE_Y + 1.3),
-                              padding=0.02)
             self.plot.getPlotItem().setXRange(-0.7, width - 0.3, padding=0)
 
         # Bars: weights relative to the current max; dashed: before this block's rescale.

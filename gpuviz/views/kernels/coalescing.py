@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QPen
+from PySide6.QtGui import QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 
 from gpuviz import theme
@@ -35,6 +35,8 @@ BAR_WIDTH = 0.7
 # them (the key is 2.1 cells tall in the projector theme at 1280 x 800).
 Y_BELOW = 4.4
 MORE_Y = 3.0
+# The bar chart's y-axis title: the longest that fits along the axis (see _fit_y_title).
+Y_TITLES = ("Sectors per warp load", "Sectors per load", "Sectors")
 
 
 def _element_x(column: np.ndarray) -> np.ndarray:
@@ -69,8 +71,10 @@ class CoalescingView(FigureView):
         self._range_rows = 0
 
         # Sectors per warp load for every stride, the current one marked.
-        self.sweep_plot = plot_widget("Stride (elements)", "Sectors per warp load")
+        self.sweep_plot = plot_widget("Stride (elements)", Y_TITLES[0])
         item = self.sweep_plot.getPlotItem()
+        self._y_title = Y_TITLES[0]
+        item.getViewBox().sigResized.connect(self._fit_y_title)
         item.setXRange(0.5, STRIDE_MAX + 0.5, padding=0)
         item.setYRange(0, WARP_SIZE + 8, padding=0)  # room for the number over a bar
         self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=BAR_WIDTH,
@@ -88,6 +92,20 @@ class CoalescingView(FigureView):
         self.add_plot(self.sweep_plot, 2)
         self._rows = 0
         self._sweep_offset = -1
+
+    def _fit_y_title(self) -> None:
+        """The longest y-axis title that is no longer than the axis (on a resize): a
+        title longer than its axis is cut off by the plot's edges."""
+        item = self.sweep_plot.getPlotItem()
+        length = item.getViewBox().height()
+        if length <= 0:
+            return
+        metrics = QFontMetricsF(theme.font(10))  # the axis titles' font (plot_widget)
+        title = next((text for text in Y_TITLES if metrics.horizontalAdvance(text) <= length),
+                     Y_TITLES[-1])
+        if title != self._y_title:
+            self._y_title = title
+            item.getAxis("left").setLabel(title)
 
     def _fit_rows(self, rows: int) -> None:
         """Show `rows` rows as `setRange(x: labels to last column, y: -1.4 to rows + 4.4)`

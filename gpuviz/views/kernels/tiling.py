@@ -6,23 +6,32 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.text import TEXT_MARGIN
 from gpuviz.models.kernels import KB, TiledMatmul
 
 SIDE = 8.0  # data units of one matrix side, whatever N is, so the diagram never rescales
 GAP = 1.6  # between the matrices, room for their titles
+TITLE_Y = 0.05  # titles sit this far above their matrix
+TOP_ROOM = 0.9  # least room above B (data units); more when B's title needs it (pixels)
+X_RANGE = (-0.2, 2 * SIDE + GAP + 0.2)
+Y_BOTTOM = 2 * SIDE + GAP + 0.2
 CELL_GAP = 0.08  # fraction of a cell left empty around it
 BAR_Y = 0.1
 SHARED_RANGE_KB = 280.0
 SMALL_FONT = 5.5  # point size of the read counters when N is large
 SMALL_FONT_FROM_N = 16  # fixed x range of the bar; bigger needs are clipped and marked
 BAR_HEIGHT = 0.6
-LIMIT_LABEL_AT = 0.2  # fraction of the bar plot's height, from the bottom
+BAR_TOP = BAR_Y + BAR_HEIGHT / 2
+BAR_BOTTOM = BAR_Y - BAR_HEIGHT / 2
+BAR_SHARE = 0.3  # of the bar plot's height at most, as when its y range was fixed
+MIN_BAR_PIXELS = 8.0  # the bar's height when the plot is too short for it and its labels
 # The opt-in limit's label goes right of its line when this much of the axis (KB) is left
 # there, so it stays clear of the default limit's label (A100: 48 and 163 KB).
 OPT_IN_LABEL_ROOM_KB = 60.0
@@ -66,51 +75,127 @@ class TiledMatmulView(FigureView):
         origin_c = (SIDE + GAP, SIDE + GAP)
         self.origins = {"a": origin_a, "b": origin_b, "c": origin_c}
         self.title_b = text_item("B: HBM reads", bold=True, anchor=(0, 1))
-        self.title_b.setPos(origin_b[0], origin_b[1] - 0.05)
+        self.title_b.setPos(origin_b[0], origin_b[1] - TITLE_Y)
         self.title_a = text_item("A: HBM reads", bold=True, anchor=(0, 1))
-        self.title_a.setPos(origin_a[0], origin_a[1] - 0.05)
+        self.title_a.setPos(origin_a[0], origin_a[1] - TITLE_Y)
         self.title_c = text_item("", bold=True, anchor=(0, 1))
-        self.title_c.setPos(origin_c[0], origin_c[1] - 0.05)
+        self.title_c.setPos(origin_c[0], origin_c[1] - TITLE_Y)
         self.legend = text_item("magenta: in shared memory\nyellow: C on chip\n"
                                 "blue: C written", role="muted", size=8, anchor=(0, 0))
         self.legend.setPos(0.0, 0.0)
         for item in (self.title_a, self.title_b, self.title_c, self.legend):
             self.box.addItem(item)
-        self.box.setRange(xRange=(-0.2, 2 * SIDE + GAP + 0.2),
-                          yRange=(-0.9, 2 * SIDE + GAP + 0.2), padding=0)
+        self.box.setRange(xRange=X_RANGE, yRange=(-TOP_ROOM, Y_BOTTOM), padding=0)
+        # The texts have a fixed pixel size and the matrices follow the window: fit them
+        # to each other when the diagram is resized (never on a refresh).
+        self._title_total = 0  # the step count C's title was measured for
+        self.box.sigResized.connect(self._fit_diagram)
         self.add_plot(canvas, 4)
 
         self.bar_plot = plot_widget("Shared memory per block for two bf16 tiles (KB)")
         item = self.bar_plot.getPlotItem()
         item.setXRange(0, SHARED_RANGE_KB, padding=0.01)
-        item.setYRange(-1.0, 1.0, padding=0)  # the limit lines below span this range
+        item.setYRange(-1.0, 1.0, padding=0)  # until _fit_bar_rows sets it from the size
         item.getAxis("left").setTicks([[(BAR_Y, "4T²")]])
         item.showGrid(x=True, y=False, alpha=0.25)
         # Qt's own items (a rectangle, lines, plain texts): pyqtgraph's bar graph,
         # InfiniteLine and its label run Python on every repaint.
         self.bar = QGraphicsRectItem()
         item.addItem(self.bar)
-        self.bar_label = text_item(anchor=(0, 0.5), bold=True)
-        self.bar_label.setPos(0, BAR_Y + 0.55)
+        # Three rows: the bar's label, the bar, the limits' labels. The limit lines cross
+        # the bar and their labels' row but not the bar label's row, so the bar label
+        # never crosses a line; `_fit_bar_rows` keeps the text rows as tall as the text.
+        self.bar_label = text_item(anchor=(0, 1), bold=True)
+        self.bar_label.setPos(0, BAR_TOP)
         item.addItem(self.bar_label)
-        y_low, y_high = -1.0, 1.0  # the fixed y range: the limit lines span it
-        label_y = y_low + LIMIT_LABEL_AT * (y_high - y_low)
-        self.default_line = QGraphicsLineItem(0, y_low, 0, y_high)
+        self.default_line = QGraphicsLineItem(0, -1.0, 0, BAR_TOP)
         self.default_line.setPen(pen("text", 1.5, Qt.DashLine))
-        self.default_label = text_item(role="text", size=None, anchor=(0, 0.5))
-        self.opt_in_line = QGraphicsLineItem(0, y_low, 0, y_high)
+        self.default_label = text_item(role="text", size=None, anchor=(0, 0))
+        self.opt_in_line = QGraphicsLineItem(0, -1.0, 0, BAR_TOP)
         self.opt_in_line.setPen(pen("highlight", 1.5))
-        self.opt_in_label = text_item(role="highlight", size=None, anchor=(1, 0.5))
+        self.opt_in_label = text_item(role="highlight", size=None, anchor=(1, 0))
         for label in (self.default_label, self.opt_in_label):
-            label.setPos(0, label_y)
+            label.setPos(0, BAR_BOTTOM)
         for limit in (self.default_line, self.default_label, self.opt_in_line,
                       self.opt_in_label):
             item.addItem(limit)
+        self._bar_rows: tuple[float, float] | None = None
+        item.getViewBox().sigResized.connect(self._fit_bar_rows)
         self.bar_plot.setMinimumHeight(130)
         self.add_plot(self.bar_plot, 1)
         self._drawn_state: tuple[int, int, int] | None = None
         self._bar: tuple | None = None
         self._limits: tuple | None = None
+
+    def _fit_diagram(self) -> None:
+        """Fit the diagram's texts, which keep their pixel size, to its size (on a resize):
+        room above B for B's title, in pixels; the titles scaled down together where the
+        gap between the matrices is too small for them, and the legend moved left or
+        scaled down where the corner beside B is too narrow for it."""
+        width, height = self.box.width(), self.box.height()
+        if width <= 0 or height <= 0:
+            return
+        room = self.title_b.boundingRect().height() + TEXT_MARGIN + 2  # 2 px to spare
+        x_span = X_RANGE[1] - X_RANGE[0]
+        # Pixels per data unit if the room above B were exactly `room` pixels. Where that
+        # room is more than the gap between the matrices, the titles are scaled down to
+        # fit that gap anyway: B's title then gets as much room as the others.
+        scale = max(min(width / x_span, (height - room) / (Y_BOTTOM + TITLE_Y)), 1e-3)
+        top = max(TOP_ROOM, min(GAP, TITLE_Y + room / scale))
+        self.box.setRange(xRange=X_RANGE, yRange=(-top, Y_BOTTOM), padding=0)
+        (left, right), (upper, _) = self.box.viewRange()
+        scale = width / (right - left)  # the scale pyqtgraph chose
+        self._fit_titles(scale, right, upper)
+        # The legend: at x = 0 if it fits left of B, else as far left as needed.
+        legend = self.legend.boundingRect()
+        box_w, box_h = legend.width() + 2 * TEXT_MARGIN, legend.height() + 2 * TEXT_MARGIN
+        limit = self.origins["b"][0] - max(0.3, 6 / scale)  # its right side stays left of B
+        fit = min(1.0, (limit - left) * scale / box_w, SIDE * scale / box_h)
+        self.legend.set_scale(fit)
+        self.legend.setPos(max(left, min(0.0, limit - fit * box_w / scale)), 0.0)
+
+    def _fit_titles(self, scale: float, right: float, upper: float) -> None:
+        """One scale for the three titles (1 where there is room): each stays inside the
+        band above its matrix and left of the next matrix or the diagram's edge."""
+        metrics = QFontMetricsF(self.title_c.font())
+        total = self.model.out.total_steps
+        self._title_total = total
+        widths = {"a": self.title_a.boundingRect().width(),
+                  "b": self.title_b.boundingRect().width(),
+                  "c": metrics.horizontalAdvance(self._title_c_text(total, total))}
+        ends = {"a": self.origins["c"][0] - 0.3, "b": right, "c": right}
+        height = self.title_a.boundingRect().height() + TEXT_MARGIN + 2
+        fit = min(1.0, (GAP - TITLE_Y) * scale / height,
+                  (self.origins["b"][1] - TITLE_Y - upper) * scale / height)
+        for key, text_width in widths.items():
+            room = (ends[key] - self.origins[key][0]) * scale
+            fit = min(fit, room / (text_width + TEXT_MARGIN + 2))
+        for title in (self.title_a, self.title_b, self.title_c):
+            title.set_scale(max(fit, 0.05))
+
+    @staticmethod
+    def _title_c_text(step: int, total: int) -> str:
+        return f"C = A·B: step {step} of {total}"
+
+    def _fit_bar_rows(self) -> None:
+        """Give the bar plot's text rows at least the height of their text (on a resize):
+        the y range is chosen so that the bar gets what is left, up to BAR_SHARE of the
+        plot's height; the rest is shared by the two text rows."""
+        height = self.bar_plot.getPlotItem().getViewBox().height()
+        if height <= 0:
+            return
+        above = self.bar_label.boundingRect().height() + TEXT_MARGIN + 1
+        below = self.default_label.boundingRect().height() + TEXT_MARGIN + 1
+        bar = max(min(height - above - below, BAR_SHARE * height), MIN_BAR_PIXELS)
+        spare = max(height - above - below - bar, 0.0) / 2
+        above, below = above + spare, below + spare
+        scale = bar / BAR_HEIGHT
+        rows = (BAR_BOTTOM - below / scale, BAR_TOP + above / scale)
+        if rows != self._bar_rows:
+            self._bar_rows = rows
+            self.bar_plot.getPlotItem().setYRange(*rows, padding=0)
+            for line in (self.default_line, self.opt_in_line):
+                line.setLine(0, rows[0], 0, BAR_TOP)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -173,7 +258,9 @@ class TiledMatmulView(FigureView):
             loaded, colors = np.empty((0, 4)), []
         self.loaded.set_cells(loaded, [None] * len(colors), outlines=colors, outline_width=3.5)
 
-        self.title_c.setText(f"C = A·B: step {out.steps} of {out.total_steps}")
+        self.title_c.setText(self._title_c_text(out.steps, out.total_steps))
+        if out.total_steps != self._title_total:  # C's title may now be wider
+            self._fit_diagram()
 
     def _draw_shared_memory(self) -> None:
         m = self.model.out.tiles
@@ -198,10 +285,10 @@ class TiledMatmulView(FigureView):
                     (self.default_line, self.default_label, default_limit, "default"),
                     (self.opt_in_line, self.opt_in_label, opt_in_limit, "opt-in")):
                 line.setPos(limit / KB, 0)
-                label.setPos(limit / KB, label.y())
+                label.setPos(limit / KB, BAR_BOTTOM)
                 label.setText(f"{name} {format_value(limit / KB, 'KB')}")
             room = SHARED_RANGE_KB - opt_in_limit / KB >= OPT_IN_LABEL_ROOM_KB
-            self.opt_in_label.setAnchor((0, 0.5) if room else (1, 0.5))
+            self.opt_in_label.setAnchor((0, 0) if room else (1, 0))
 
         tile = self.model.full_tile
         if over:
