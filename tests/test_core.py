@@ -181,6 +181,42 @@ def test_readout_panel_keeps_full_texts_and_grows_only(qapp):
     QGuiApplication.clipboard().clear()
 
 
+def test_message_label_repaints_alone_and_grows_for_a_long_message(qapp):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from gpuviz.core.widgets import MessageLabel
+
+    class CountLayouts(QObject):
+        count = 0
+
+        def eventFilter(self, watched, event):  # noqa: N802
+            if event.type() == QEvent.LayoutRequest:
+                self.count += 1
+            return False
+
+    page = QWidget()
+    label = MessageLabel()
+    QVBoxLayout(page).addWidget(label)
+    page.resize(400, 300)
+    page.show()
+    qapp.processEvents()
+    two_lines = label.height()
+    counter = CountLayouts()
+    page.installEventFilter(counter)
+    for text in ("Memory-bound.", "Compute-bound.", "Memory-bound."):
+        label.show_message(text, warn=text.startswith("C"))
+        qapp.processEvents()
+    assert counter.count == 0 and label.height() == two_lines
+    label.show_message("A much longer comment that wraps. " * 12)
+    qapp.processEvents()
+    assert label.height() > two_lines
+    grown = label.height()
+    label.show_message("Short again.")
+    assert label.height() == grown  # never shrinks while the width stays
+    page.close()
+
+
 def test_fit_inside_flips_a_label_at_an_edge_and_pushes_back_a_wide_one():
     from PySide6.QtCore import QRectF
 

@@ -441,56 +441,6 @@ class ReadoutPanel(QFrame):
         QGuiApplication.clipboard().setText("\n".join(self.row_text(key) for key in self.rows))
 
 
-class MessageLabel(QLabel):
-    """A sentence or two of comment; `warn=True` shows it in the highlight colour.
-
-    Its height is fixed (at least `lines` lines, growing when a longer message needs it
-    and fitted again only when its width changes), so a new message repaints the label
-    alone instead of laying out the whole figure again, and nothing jumps while a
-    control is dragged. Without `width` it takes the width its layout gives it."""
-
-    def __init__(self, parent: QWidget | None = None, lines: int = 2,
-                 width: int | None = None) -> None:
-        super().__init__(parent)
-        self.setWordWrap(True)
-        self.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        if width is not None:
-            self.setFixedWidth(width)
-        self._least_height = lines * self.fontMetrics().lineSpacing() + 4
-        self.setFixedHeight(self._least_height)
-        self._fitted_width = -1
-        self._shown: tuple[str, bool] | None = None
-
-    def show_message(self, text: str, warn: bool = False) -> None:
-        """Cheap to call on every refresh: does nothing when text and warn are unchanged."""
-        if (text, warn) == self._shown:
-            return
-        if warn != (self._shown is not None and self._shown[1]):
-            # Palette and font, not a style sheet: restyling a widget costs milliseconds.
-            # An empty palette or font inherits the page's again.
-            palette, font = QPalette(), QFont()
-            if warn:
-                palette.setColor(QPalette.WindowText, theme.color("highlight"))
-                font.setBold(True)
-            self.setPalette(palette)
-            self.setFont(font)
-        self._shown = (text, warn)
-        if text != self.text():
-            self.setText(text)
-            self._fit_height(grow_only=True)
-
-    def resizeEvent(self, event: object) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        if self.width() != self._fitted_width:
-            self._fitted_width = self.width()
-            self._fit_height(grow_only=False)
-
-    def _fit_height(self, grow_only: bool) -> None:
-        needed = max(self._least_height, self.heightForWidth(self.width()))
-        if needed > self.height() or (needed < self.height() and not grow_only):
-            self.setFixedHeight(needed)
-
-
 class TextPanel(QFrame):
     """A framed panel of (rich) text with a fixed height (`lines` lines), for a formula or
     an explanation beside a plot (MessageLabel is the comment under the plots).
@@ -543,6 +493,55 @@ class TextPanel(QFrame):
         painter.setClipRect(context.clip)
         self._document.documentLayout().draw(painter, context)
         painter.end()
+
+
+class MessageLabel(TextPanel):
+    """A sentence or two of comment; `warn=True` shows it in the highlight colour.
+
+    Its height is fixed (at least `lines` lines, growing when a longer message needs it
+    and fitted again only when its width changes), and it paints its own text: a new
+    message repaints the label alone, never lays out the figure again (a QLabel whose
+    width is not fixed does, on every setText), and nothing jumps while a control is
+    dragged. Without `width` it takes the width its layout gives it. Plain text unless
+    `rich=True`."""
+
+    def __init__(self, lines: int = 2, width: int | None = None, rich: bool = False) -> None:
+        super().__init__(lines, rich=rich, framed=False, margin=0)
+        if width is not None:
+            self.setFixedWidth(width)
+        self._least_height = self.height()
+        self._fitted_width = -1
+        self._warn = False
+
+    def show_message(self, text: str, warn: bool = False) -> None:
+        """Cheap to call on every refresh: does nothing when text and warn are unchanged."""
+        if warn != self._warn:
+            self._warn = warn
+            palette, font = QPalette(), QFont(self.font())
+            if warn:
+                palette.setColor(QPalette.WindowText, theme.color("highlight"))
+            font.setBold(warn)
+            self.setPalette(palette)
+            self._document.setDefaultFont(font)
+            self.update()
+        if text != self.text():
+            self.setText(text)
+            self._fit_height(grow_only=True)
+
+    def set_rich(self, rich: bool) -> None:
+        """Take the messages that follow as HTML (True) or as plain text."""
+        self._rich = rich
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self.width() != self._fitted_width:
+            self._fitted_width = self.width()
+            self._fit_height(grow_only=False)
+
+    def _fit_height(self, grow_only: bool) -> None:
+        needed = max(self._least_height, math.ceil(self._document.size().height()) + 2)
+        if needed > self.height() or (needed < self.height() and not grow_only):
+            self.setFixedHeight(needed)
 
 
 class TextTable(QWidget):

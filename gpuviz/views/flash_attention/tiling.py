@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -36,9 +35,9 @@ class FlashTilingView(FigureView):
         for item in (self.q_label, self.k_label, self.o_label, self.status):
             self.box.addItem(item)
         self.add_plot(canvas)
-        # The legend below the readouts uses coloured swatches: rich text, set only when
+        # The legend under the diagram uses coloured swatches: rich text, set only when
         # the mode or the mask changes (MessageLabel is plain text by default).
-        self.message.setTextFormat(Qt.RichText)
+        self.message.set_rich(True)
         self._geometry: tuple[int, ...] = ()
         self._rects = np.zeros((0, 4))
         self._order = np.zeros((0, 0), dtype=int)
