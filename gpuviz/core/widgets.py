@@ -361,10 +361,14 @@ class ReadoutPanel(QFrame):
         self.form = QFormLayout(self)
         self.form.setContentsMargins(8, 6, 8, 6)
         self.form.setHorizontalSpacing(12)
-        self.form.setVerticalSpacing(2)
+        self.form.setVerticalSpacing(1)
         self.rows: dict[str, tuple[QLabel, QLabel]] = {}
         self.shown: dict[str, str | None] = {}
         self.name_width = self.value_width = 0
+        # The values end at the panel's right edge, with or without the column's scroll
+        # bar: the widths follow the panel's own (see resizeEvent), which may shrink.
+        self._panel_width = int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
+        self.setMinimumWidth(1)
         self._names: list[str] = []
         self.sync()
 
@@ -411,7 +415,7 @@ class ReadoutPanel(QFrame):
         of laying out the column again."""
         margins = self.form.contentsMargins()
         self.name_width = name_width
-        self.value_width = max(60, int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
+        self.value_width = max(60, self._panel_width - 2 * self.frameWidth()
                                - name_width - self.form.horizontalSpacing()
                                - margins.left() - margins.right() - 4)
         for name, value in self.rows.values():
@@ -419,6 +423,14 @@ class ReadoutPanel(QFrame):
             fix_size(value, self.value_width)
         for key in self.shown:
             self.shown[key] = None  # elide again at the new width
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self.width() != self._panel_width:
+            self._panel_width = self.width()
+            if self.name_width:
+                self._set_column_widths(self.name_width)
+                self.sync()
 
     def texts(self) -> dict[str, str]:
         return {key: text or "" for key, text in self.shown.items()}
