@@ -181,6 +181,23 @@ def test_readout_panel_keeps_full_texts_and_grows_only(qapp):
     QGuiApplication.clipboard().clear()
 
 
+def test_readout_values_end_at_the_panels_right_edge(qapp):
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from gpuviz.core.widgets import ReadoutPanel
+
+    host = QWidget()
+    panel = ReadoutPanel(Renamed())
+    QVBoxLayout(host).addWidget(panel)
+    for width in (460, 380, 520):  # e.g. the column's scroll bar comes and goes
+        host.resize(width, 300)
+        host.show()
+        qapp.processEvents()
+        value = panel.rows["speed"][1]
+        assert 0 < panel.width() - value.geometry().right() <= 20
+    host.close()
+
+
 def test_message_label_repaints_alone_and_grows_for_a_long_message(qapp):
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QVBoxLayout, QWidget
