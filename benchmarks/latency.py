@@ -134,6 +134,31 @@ def measure_fps(page, model, app) -> float:  # noqa: ANN001
     return round(frames / elapsed, 1)
 
 
+def reference_ms() -> float:
+    """Milliseconds for a fixed piece of work (Python, numpy and software painting, like a
+    figure update): the machine's speed at the time of the run. On a shared virtual
+    machine it can change by 2x between minutes; compare runs only at similar values."""
+    import numpy as np
+    from PySide6.QtCore import QPointF, Qt
+    from PySide6.QtGui import QImage, QPainter, QPen
+
+    image = QImage(800, 400, QImage.Format_ARGB32_Premultiplied)
+    points = [QPointF(x, 200 + 150 * np.sin(x / 40)) for x in range(0, 800, 2)]
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        total = sum(i * i for i in range(20_000))
+        np.sort(np.random.default_rng(total % 7).random(50_000))
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setPen(QPen(Qt.GlobalColor.blue, 3))
+        for _ in range(4):
+            painter.drawPolyline(points)
+        painter.end()
+        times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), 2)
+
+
 def measure_startup() -> dict[str, float]:
     shown, figure = [], []
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
@@ -174,11 +199,12 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.figures.split(","))
         specs = [spec for spec in specs if spec.number in wanted]
 
-    results: dict[str, object] = {}
+    results: dict[str, object] = {"reference_ms_before": reference_ms()}
     if not args.no_startup:
         results.update(measure_startup())
     figures = {spec.number: measure_figure(spec, app) for spec in specs}
     results["figures"] = figures
+    results["reference_ms_after"] = reference_ms()
 
     print(f"{'figure':<8}{'samples':>8}{'p50 ms':>9}{'p95 ms':>9}{'fps':>8}  verdict")
     for number, row in figures.items():
@@ -191,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cold start to a painted window: {results['startup_s']:.3f} s "
               f"(first figure built: {results['first_figure_s']:.3f} s; "
               f"budget {BUDGET_STARTUP_S} s)")
+    print(f"machine speed: a fixed reference workload took {results['reference_ms_before']} ms "
+          f"before and {results['reference_ms_after']} ms after (lower is faster)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
