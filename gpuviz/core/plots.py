@@ -36,6 +36,8 @@ from gpuviz.core.text import PixelText
 
 pg.setConfigOptions(antialias=False)
 
+AXIS_TITLE_POINTS = 10  # point size of the axis titles, before the theme's scale
+
 
 def _apply_theme_defaults() -> None:
     current = theme.current()
@@ -139,7 +141,7 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
         # An axis changes only when its range does: keep it as a pixmap instead of
         # replaying its drawing whenever a curve in front of it moves.
         axis.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
-    label_style = {"font-size": f"{10 * theme.current().font_scale:.0f}pt",
+    label_style = {"font-size": f"{AXIS_TITLE_POINTS * theme.current().font_scale:.0f}pt",
                    "color": theme.current().text}
     if x_label:
         item.setLabel("bottom", x_label, units=x_unit, **label_style)

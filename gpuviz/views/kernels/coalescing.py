@@ -11,7 +11,15 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, brush, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.plots import (
+    AXIS_TITLE_POINTS,
+    CellGrid,
+    brush,
+    diagram_widget,
+    pen,
+    plot_widget,
+    text_item,
+)
 from gpuviz.models.kernels import (
     ELEMENT_BYTES,
     SECTOR_BYTES,
@@ -100,7 +108,7 @@ class CoalescingView(FigureView):
         length = item.getViewBox().height()
         if length <= 0:
             return
-        metrics = QFontMetricsF(theme.font(10))  # the axis titles' font (plot_widget)
+        metrics = QFontMetricsF(theme.font(AXIS_TITLE_POINTS))
         title = next((text for text in Y_TITLES if metrics.horizontalAdvance(text) <= length),
                      Y_TITLES[-1])
         if title != self._y_title:
