@@ -29,24 +29,26 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info
 
 # ---- offline installers (docs/installers.md) --------------------------------------------
-# make dist: dist/gpuviz/ (one-folder bundle), dist/gpuviz-<version>-linux-x86_64.tar.gz and
-# dist/gpuviz_<version>_amd64.deb. PyInstaller is pinned: the spec's exclusions were checked
-# by running the frozen binary built with these versions.
+# make dist: dist/gpuviz/ (one-folder bundle), dist/gpuviz-<version>-linux-x86_64.tar.gz,
+# dist/gpuviz_<version>_amd64.deb, and the wheel and sdist beside them. PyInstaller comes from
+# the `dist` extra of pyproject.toml, pinned: the spec's exclusions were checked by running
+# the frozen binary built with those versions.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
-PYINSTALLER_PINS := pyinstaller==6.22.3 pyinstaller-hooks-contrib==2026.9
 # .deb compression: xz, or zstd for a bigger .deb in a tenth of the time (build-deb.sh)
 DEB_COMPRESS ?= xz
 
 .PHONY: dist dist-clean
 
-dist: $(STAMP)  ## offline Linux bundle, tarball and .deb in dist/
-	$(BIN)/pip install --quiet $(PYINSTALLER_PINS)
+dist: $(STAMP)  ## offline Linux bundle, tarball, .deb, wheel and sdist in dist/
+	$(BIN)/pip install --quiet -e '.[dev,dist]'
 	rm -rf dist/gpuviz
 	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist \
 		--workpath build/pyinstaller packaging/gpuviz.spec
 	tar -C dist -czf dist/gpuviz-$(VERSION)-linux-x86_64.tar.gz gpuviz
 	DEB_COMPRESS=$(DEB_COMPRESS) packaging/linux/build-deb.sh $(VERSION)
-	@du -sh dist/gpuviz dist/gpuviz-$(VERSION)-linux-x86_64.tar.gz dist/gpuviz_$(VERSION)_amd64.deb
+	$(BIN)/python -m build --outdir dist .
+	@du -sh dist/gpuviz dist/gpuviz-$(VERSION)-linux-x86_64.tar.gz dist/gpuviz_$(VERSION)_amd64.deb \
+		dist/gpuviz-$(VERSION)-py3-none-any.whl dist/gpuviz-$(VERSION).tar.gz
 
 dist-clean:
 	rm -rf dist build/pyinstaller build/deb
