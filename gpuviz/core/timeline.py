@@ -1,0 +1,124 @@
+"""Timeline: lanes of labelled boxes on a time axis (streams, links, pipeline stages, GPUs),
+with idle time shaded, a playhead, and click-to-read on a box.
+
+Built on two CellGrids (idle shading behind, boxes in front) and a Segment, so hundreds of
+boxes cost one paint call each and a refresh that only moves the playhead repaints one
+line. Feed it arrays (`set_boxes`, `set_idle`) or a `gpuviz.models.schedule.Schedule`
+(`show_schedule`). Lanes run top to bottom in the order given; time runs to the right in
+the plot's x unit (the figure picks it: seconds, ms, steps)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+
+from gpuviz import theme
+from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.plots import CellGrid, Segment, pen
+from gpuviz.models.schedule import Schedule, Task
+
+BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
+
+
+class Timeline:
+    """Lanes in a plot from `plot_widget` (its left axis names the lanes).
+
+    `clicked(index)` is emitted with the index of the box clicked, in the order given to
+    `set_boxes` (for `show_schedule`: the index of the task in the schedule)."""
+
+    def __init__(self, plot: pg.PlotWidget, lanes: Sequence[str], *,
+                 text_size: float = 8.0) -> None:
+        self.plot = plot
+        item = plot.getPlotItem()
+        item.invertY(True)
+        item.showGrid(x=True, y=False, alpha=0.25)
+        self.idle = CellGrid()
+        self.boxes = CellGrid(text_size)
+        self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
+        for part in (self.idle, self.boxes, self.playhead):
+            item.addItem(part)
+        self.playhead.setVisible(False)
+        self.clicked = self.boxes.clicked
+        self._lanes: tuple[str, ...] = ()
+        self._time_limit = 0.0
+        self.set_lanes(lanes)
+
+    # ------------------------------------------------------------------ layout
+    def set_lanes(self, lanes: Sequence[str]) -> None:
+        lanes = tuple(lanes)
+        if lanes == self._lanes:
+            return
+        self._lanes = lanes
+        item = self.plot.getPlotItem()
+        item.getAxis("left").setTicks([list(enumerate(lanes)), []])
+        item.setYRange(-0.6, len(lanes) - 0.4, padding=0)
+
+    def lane(self, name: str) -> int:
+        return self._lanes.index(name)
+
+    def set_time_range(self, end: float, *, exact: bool = False) -> None:
+        """Show time 0..end; the limit moves in 1-2-5 steps unless `exact`."""
+        limit = end if exact else nice_ceiling(end)
+        if limit > 0 and limit != self._time_limit:
+            self._time_limit = limit
+            self.plot.getPlotItem().setXRange(0, limit, padding=0.01)
+
+    # ------------------------------------------------------------------ contents
+    def set_boxes(self, lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  fills: Sequence[QColor | None], texts: Sequence[str] | None = None,
+                  outlines: Sequence[QColor | None] | None = None,
+                  heights: np.ndarray | float = BOX_HEIGHT) -> None:
+        """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane."""
+        self.boxes.set_cells(_rects(lanes, start, end, heights), fills, outlines, texts)
+
+    def set_idle(self, lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 role: str = "idle") -> None:
+        """Shade idle (waiting, exposed) time: full-height cells behind the boxes."""
+        fill = theme.color(role)
+        self.idle.set_cells(_rects(lanes, start, end, BOX_HEIGHT), [fill] * len(start))
+
+    def set_playhead(self, t: float | None) -> None:
+        """A dashed line at time t across every lane; None hides it."""
+        shown = t is not None
+        if shown:
+            box = self.plot.getPlotItem().getViewBox()
+            self.playhead.set_line(t, -0.6, t, len(self._lanes) - 0.4, box.viewPixelSize())
+        self.playhead.setVisible(shown)
+
+    def show_schedule(self, result: Schedule, fill: Callable[[Task], QColor],
+                      text: Callable[[Task], str] = lambda task: task.text, *,
+                      idle_lanes: Sequence[str] = (), until: float | None = None) -> None:
+        """Every task of `result` as a box on the lane named by its resource (resources
+        not among the lanes are left out), shaded gaps on `idle_lanes`, and boxes cut at
+        `until` (a playhead time) when given."""
+        lane_of = {name: i for i, name in enumerate(self._lanes)}
+        lanes = np.array([lane_of.get(task.resource, -1) for task in result.tasks])
+        start, end = result.start, result.end
+        if until is not None:
+            end = np.minimum(end, until)
+        # Every task stays a cell (hidden ones have zero width), so a click's index is the
+        # task's index in the schedule.
+        end = np.where(lanes >= 0, np.maximum(end, start), start)
+        self.set_boxes(np.maximum(lanes, 0), start, end,
+                       [fill(task) if end[i] > start[i] else None
+                        for i, task in enumerate(result.tasks)],
+                       [text(task) if end[i] > start[i] else "" for i, task in
+                        enumerate(result.tasks)])
+        gaps = [(lane_of[name], a, b) for name in idle_lanes
+                for a, b in result.idle_intervals(name, result.step_time)
+                if until is None or a < until]
+        if until is not None:
+            gaps = [(lane, a, min(b, until)) for lane, a, b in gaps]
+        gap_array = np.array(gaps, dtype=float).reshape(-1, 3)
+        self.set_idle(gap_array[:, 0], gap_array[:, 1], gap_array[:, 2])
+
+
+def _rects(lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
+           heights: np.ndarray | float) -> np.ndarray:
+    lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
+    heights = np.broadcast_to(np.asarray(heights, dtype=float), lanes.shape)
+    return np.column_stack([start, lanes - heights / 2, end - start, heights])

@@ -1,0 +1,108 @@
+"""The task scheduler shared by the timeline figures (gpuviz.models.schedule)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuviz.models.schedule import Task, chain, schedule
+
+
+def test_one_stream_runs_its_tasks_back_to_back():
+    result = schedule(chain("gpu", [1.0, 2.0, 3.0], "k"))
+    assert result.start.tolist() == [0.0, 1.0, 3.0]
+    assert result.end.tolist() == [1.0, 3.0, 6.0]
+    assert result.step_time == 6.0
+    assert result.idle("gpu") == 0.0 and result.idle_intervals("gpu") == []
+
+
+def test_communication_overlaps_compute_and_the_last_one_is_exposed():
+    """Backward of three layers (2 each); each gradient's all-reduce (1.5) starts when its
+    layer ends and the previous all-reduce is done: only the last one sticks out."""
+    tasks = chain("compute", [2.0, 2.0, 2.0], "b", kind="compute")
+    tasks += [Task(f"ar{i}", "network", 1.5, after=(f"b{i}",), kind="network")
+              for i in range(3)]
+    result = schedule(tasks)
+    assert [result.start[result.index(f"ar{i}")] for i in range(3)] == [2.0, 4.0, 6.0]
+    assert result.step_time == 7.5
+    assert result.exposed_after("compute") == 1.5
+    assert result.idle_intervals("compute") == [(6.0, 7.5)]
+    assert result.idle_intervals("network") == [(0.0, 2.0), (3.5, 4.0), (5.5, 6.0)]
+    assert result.waiting("network") == pytest.approx(3.0)
+    assert result.busy("network") == 4.5 and result.idle("network") == 3.0
+
+
+def test_slow_communication_queues_up():
+    tasks = chain("compute", [1.0, 1.0], "b")
+    tasks += [Task(f"ar{i}", "network", 3.0, after=(f"b{i}",)) for i in range(2)]
+    result = schedule(tasks)
+    assert result.start[result.index("ar1")] == 4.0  # waits for ar0, not for b1
+    assert result.step_time == 7.0
+    assert result.waiting("network") == 1.0
+
+
+def test_a_dependency_on_another_resource_delays_the_stream():
+    """FSDP-like: compute of unit i needs its all-gather."""
+    tasks = [Task("ag0", "net", 2.0), Task("ag1", "net", 2.0),
+             Task("f0", "gpu", 1.0, after=("ag0",)), Task("f1", "gpu", 1.0, after=("ag1",))]
+    result = schedule(tasks)
+    assert result.start[result.index("f1")] == 4.0
+    assert result.waiting("gpu") == 2.0 + 1.0
+    assert result.idle_intervals("gpu") == [(0.0, 2.0), (3.0, 4.0)]
+
+
+@pytest.mark.parametrize("tasks, message", [
+    ([Task("a", "r", 1.0), Task("a", "r", 1.0)], "two tasks"),
+    ([Task("a", "r", 1.0, after=("x",))], "unknown"),
+    ([Task("a", "r", -1.0)], "duration"),
+    ([Task("a", "r", math.nan)], "duration"),
+    ([Task("a", "r", 1.0, after=("b",)), Task("b", "s", 1.0, after=("a",))], "cycle"),
+    # b waits for c, which runs after b's stream-mate a... and a waits for b: a cycle
+    # through the order of one stream.
+    ([Task("a", "r", 1.0, after=("b",)), Task("c", "r", 1.0), Task("b", "s", 1.0,
+                                                                    after=("c",))], "cycle"),
+])
+def test_bad_input_is_refused(tasks, message):
+    with pytest.raises(ValueError, match=message):
+        schedule(tasks)
+
+
+def test_empty():
+    result = schedule([])
+    assert result.step_time == 0.0 and result.resources == ()
+
+
+@st.composite
+def task_sets(draw):
+    count = draw(st.integers(1, 25))
+    resources = ["compute", "comm", "link", "cpu"]
+    tasks = []
+    for i in range(count):
+        deps = draw(st.lists(st.integers(0, max(i - 1, 0)), max_size=3)) if i else []
+        tasks.append(Task(f"t{i}", draw(st.sampled_from(resources)),
+                          draw(st.floats(0, 1e3, allow_nan=False)),
+                          after=tuple(sorted({f"t{d}" for d in deps}))))
+    return tasks
+
+
+@given(task_sets())
+def test_invariants(tasks):
+    result = schedule(tasks)
+    eps = 1e-9 * max(1.0, result.step_time)
+    for i, task in enumerate(tasks):
+        assert result.end[i] == pytest.approx(result.start[i] + task.duration)
+        for name in task.after:  # no task starts before its dependencies end
+            assert result.start[i] >= result.end[result.index(name)] - eps
+    for resource in result.resources:  # one task at a time, in the given order
+        runs = result.on(resource)
+        for a, b in zip(runs, runs[1:], strict=False):
+            assert result.start[b] >= result.end[a] - eps
+        busy = result.busy(resource)
+        assert result.step_time >= busy - eps
+        gaps = result.idle_intervals(resource)
+        assert sum(b - a for a, b in gaps) == pytest.approx(result.idle(resource), abs=eps)
+        assert 0 <= result.waiting(resource) <= result.idle(resource) + eps
+    assert result.step_time == pytest.approx(max(result.end))

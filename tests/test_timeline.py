@@ -1,0 +1,70 @@
+"""The shared timeline drawing helper (gpuviz.core.timeline)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPointF
+
+from gpuviz import theme
+from gpuviz.core.plots import plot_widget
+from gpuviz.core.timeline import Timeline
+from gpuviz.models.schedule import Task, chain, schedule
+
+
+def _timeline(qtbot, lanes=("compute", "network")):
+    plot = plot_widget("Time", x_unit="s")
+    qtbot.addWidget(plot)
+    plot.resize(600, 200)
+    return plot, Timeline(plot, lanes)
+
+
+def _overlap_schedule():
+    tasks = chain("compute", [2.0, 2.0, 2.0], "b", labels=["L3", "L2", "L1"])
+    tasks += [Task(f"ar{i}", "network", 1.5, after=(f"b{i}",)) for i in range(3)]
+    return schedule(tasks)
+
+
+def test_schedule_becomes_boxes_on_lanes_and_idle_gaps(themed, qtbot):
+    plot, timeline = _timeline(qtbot)
+    result = _overlap_schedule()
+    timeline.show_schedule(result, lambda task: theme.color(
+        "compute" if task.resource == "compute" else "network"), idle_lanes=["compute"])
+    rects = timeline.boxes._array
+    assert rects.shape == (6, 4)
+    assert rects[result.index("ar2")].tolist() == [6.0, 1 - 0.35, 1.5, 0.7]
+    # The compute lane idles from 6 to 7.5 while the last all-reduce runs.
+    assert timeline.idle._array.tolist() == [[6.0, -0.35, 1.5, 0.7]]
+
+
+def test_playhead_cuts_the_boxes(themed, qtbot):
+    plot, timeline = _timeline(qtbot)
+    result = _overlap_schedule()
+    timeline.show_schedule(result, lambda task: theme.color("compute"), until=3.0)
+    widths = timeline.boxes._array[:, 2]
+    assert widths.tolist() == [2.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    timeline.set_playhead(3.0)
+    assert timeline.playhead.isVisible()
+    timeline.set_playhead(None)
+    assert not timeline.playhead.isVisible()
+
+
+def test_click_reads_the_task(themed, qtbot):
+    plot, timeline = _timeline(qtbot)
+    result = _overlap_schedule()
+    timeline.show_schedule(result, lambda task: theme.color("compute"))
+    hits = []
+    timeline.clicked.connect(hits.append)
+    assert timeline.boxes.index_at(QPointF(6.5, 1.0)) == result.index("ar2")
+    assert timeline.boxes.index_at(QPointF(1.0, 0.0)) == result.index("b0")
+
+
+def test_many_boxes(themed, qtbot):
+    plot, timeline = _timeline(qtbot, [f"GPU {i}" for i in range(16)])
+    n = 800
+    lanes = np.arange(n) % 16
+    start = np.arange(n) // 16 * 1.0
+    timeline.set_boxes(lanes, start, start + 0.9, [theme.color("compute")] * n,
+                       [str(i % 10) for i in range(n)])
+    timeline.set_time_range(start.max() + 1)
+    assert plot.getPlotItem().viewRange()[0][1] >= 50
+    assert not plot.grab().isNull()
