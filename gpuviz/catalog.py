@@ -263,6 +263,27 @@ LESSONS: tuple[Lesson, ...] = (
             "rows differ in size.",
             "quantization:GranularityModel", "quantization.granularity:GranularityView",
             "granularity"),
+        FigureSpec(
+            "11.4", "smoothquant", "SmoothQuant: moving the outliers into the weights",
+            "Per input channel j, the largest activation (blue) and the largest weight "
+            "(orange) on a log scale, pale before smoothing and solid after dividing X_j by "
+            "s_j and multiplying W_j by it. Below, the error of the 8-bit product XW against "
+            "α (one scale for X, one per output column of W). <i>Try this:</i> slide α "
+            "from 0 to 1 and watch channels 2 and 6 sink in blue while orange rises; at 1 "
+            "all blue bars are equal. Find the α with the smallest error, and note the "
+            "last readout: the product itself never changes.",
+            "quantization:SmoothQuantModel", "quantization.smoothquant:SmoothQuantView",
+            "smoothquant"),
+        FigureSpec(
+            "11.5", "w4a16", "Int4 weights on the roofline: decode against prefill",
+            "One weight matmul of n tokens on the H100 in bf16. W16 keeps the weight in "
+            "bf16; W4 stores 4-bit codes plus one fp16 scale per group (4.125 bits with "
+            "groups of 128) and expands them to bf16 on chip. Blue points are "
+            "compute-bound, orange memory-bound; below, both times against n. "
+            "<i>Try this:</i> at n = 1 click each point and compare the times; then raise "
+            "n to 64, and on to 4,096, where both points reach the flat roof and the "
+            "speed-up is gone.",
+            "quantization:W4A16Model", "quantization.w4a16:W4A16View", "weight-only"),
     )),
     Lesson(12, "serving", "LLM inference serving", "12-serving.md"),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),

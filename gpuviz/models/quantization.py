@@ -25,6 +25,7 @@ from gpuviz.data.hardware import DEFAULT_GPU
 from gpuviz.data.models import model
 from gpuviz.models import transformer as tf
 from gpuviz.models.roofline import (
+    COMPUTE,
     Roof,
     RooflineTime,
     attainable,
@@ -344,7 +345,7 @@ class MseModel(FigureModel):
                       maximum=MSE_ALPHA_MAX,
                       help="Clip at ±α standard deviations (or drag the marker)")
     guess_alpha = Parameter(4.0, label="Your guess for the best α", unit="σ",
-                            minimum=MSE_ALPHA_MIN, maximum=MSE_ALPHA_MAX, step=0.1,
+                            minimum=MSE_ALPHA_MIN, maximum=MSE_ALPHA_MAX,
                             help="The range you expect to give the smallest error at 4 "
                                  "bits for the Gaussian")
     revealed = Parameter(False, label="Answer revealed",
@@ -497,7 +498,7 @@ class GranularityModel(FigureModel):
 # Figure 11.4: SmoothQuant
 # ---------------------------------------------------------------------------------------
 
-SQ_TOKENS, SQ_CHANNELS, SQ_OUTPUTS = 64, 8, 16
+SQ_TOKENS, SQ_CHANNELS, SQ_OUTPUTS = 256, 8, 16
 SQ_OUTLIERS = {2: 30.0, 6: 60.0}  # channel: size relative to the others
 SQ_ALPHAS = np.linspace(0.0, 1.0, 101)
 W8A8_BITS = 8
@@ -505,7 +506,7 @@ W8A8_BITS = 8
 
 @functools.cache
 def smooth_tensors() -> tuple[np.ndarray, np.ndarray]:
-    """X: 64 tokens x 8 channels with outliers in channels 2 and 6; W: 8 channels x 16
+    """X: 256 tokens x 8 channels with outliers in channels 2 and 6; W: 8 channels x 16
     outputs with channel sizes from 0.2 to 1 (weights have no outliers)."""
     rng = np.random.default_rng(SEED)
     x = rng.standard_normal((SQ_TOKENS, SQ_CHANNELS))
@@ -567,15 +568,15 @@ class SmoothQuantModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         return {
-            "x_spread": Readout("Activation channel maxima, largest / smallest",
+            "x_spread": Readout("Spread of X channel maxima",
                                 float(out.x_max_after.max() / out.x_max_after.min()), "×"),
-            "w_spread": Readout("Weight channel maxima, largest / smallest",
+            "w_spread": Readout("Spread of W channel maxima",
                                 float(out.w_max_after.max() / out.w_max_after.min()), "×"),
-            "error": Readout("W8A8 relative error of XW", 100 * out.error, "%"),
-            "no_smoothing": Readout("Without smoothing (α = 0 curve start)",
-                                    100 * float(out.errors[0]), "%"),
+            "error": Readout("W8A8 error of XW", 100 * out.error, "%"),
+            "no_smoothing": Readout("Error without smoothing", 100 * float(out.errors[0]),
+                                    "%"),
             "best_alpha": Readout("Best α on this data", out.best_alpha),
-            "identity": Readout("|(X diag(s)⁻¹)(diag(s) W) − XW| / |XW|",
+            "identity": Readout("(X/s)(sW) vs XW, relative",
                                 out.identity_error, digits=2),
         }
 
@@ -587,26 +588,25 @@ class SmoothQuantModel(FigureModel):
 ROOFLINE_GPU = DEFAULT_GPU  # the H100 SXM
 WEIGHT_BITS_16 = 16.0
 WEIGHT_BITS_4 = 4
-GROUP_CHOICES = (("32", "32 weights"), ("64", "64 weights"), ("128", "128 weights"),
-                 ("256", "256 weights"))
+GROUP_CHOICES = (("32", "32"), ("64", "64"), ("128", "128"), ("256", "256"))
 TOKENS_MAX = 8192
 W16, W4 = "w16", "w4"
-FORMATS = ((W16, "W16 (bf16 weights)"), (W4, "W4 (int4 + group scales)"))
+COMPUTE_BOUND = COMPUTE  # the bound name of a compute-bound point
+FORMATS = ((W16, "W16"), (W4, "W4"))
 
 
 def weight_shapes() -> dict[str, tuple[str, int, int]]:
     """Weight matrices (label, k, m) from the model configurations."""
     small, big = model("llama3_8b"), model("llama3_70b")
     return {
-        "8b_o": (f"{small.short_name} O projection", small.hidden, small.hidden),
+        "8b_o": (f"{small.short_name} O proj.", small.hidden, small.hidden),
         "8b_up": (f"{small.short_name} MLP up", small.hidden, small.intermediate),
         "70b_up": (f"{big.short_name} MLP up", big.hidden, big.intermediate),
     }
 
 
 def weight_choices() -> list[tuple[str, str]]:
-    return [(key, f"{label}, {k:,} × {m:,}") for key, (label, k, m) in
-            weight_shapes().items()]
+    return [(key, label) for key, (label, _, _) in weight_shapes().items()]
 
 
 @dataclass(frozen=True)
@@ -654,7 +654,7 @@ class W4A16Model(FigureModel):
     tokens = Parameter(1, label="Tokens n", unit="tokens", minimum=1, maximum=TOKENS_MAX,
                        log=True, help="Rows of the input: 1 per sequence in decode, the "
                                       "prompt length in prefill")
-    group = Parameter("128", label="Group size (one fp16 scale per)", choices=GROUP_CHOICES,
+    group = Parameter("128", label="Weights per scale", choices=GROUP_CHOICES,
                       help="Weights that share one fp16 scale in the int4 format")
     selected = Parameter(W4, label="Point", choices=FORMATS,
                          help="The point whose minimum time the readout shows (or click "
@@ -678,8 +678,9 @@ class W4A16Model(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         p = out.points[self.selected]
-        name = dict(FORMATS)[self.selected].split(" ")[0]
+        name = dict(FORMATS)[self.selected]
         return {
+            "shape": Readout("Weight k × m", f"{out.k:,} × {out.m:,}"),
             "w4_bits": Readout("W4 bits per weight", out.points[W4].bits, digits=4),
             # Three decimals always: "1.000×" at prefill is the point, not "1×".
             "speedup": Readout("Speed-up W4 over W16", f"{out.speedup:.3f}×"),
@@ -695,7 +696,7 @@ class W4A16Model(FigureModel):
     def message(self) -> str:
         out = self.out
         a, b = out.points[W16].time, out.points[W4].time
-        if a.bound == "compute" and b.bound == "compute":
+        if a.bound == COMPUTE_BOUND and b.bound == COMPUTE_BOUND:
             return (f"n = {out.tokens:,}: both points are compute-bound "
                     f"({time_text(a.time)}); fewer weight bytes buy nothing, the speed-up "
                     f"is {out.speedup:.3f}×.")
