@@ -257,8 +257,9 @@ class GridModel(FigureModel):
     def message(self) -> tuple[str, bool]:
         out = self.out
         if out.clipped:
-            return (f"{out.clipped} value(s) beyond ±{out.alpha:.3g} are clipped: their "
-                    f"error ({out.max_error:.3g}) exceeds the rounding bound step/2 = "
+            what = "1 value" if out.clipped == 1 else f"{out.clipped} values"
+            return (f"{what} beyond ±{out.alpha:.3g} clipped: the largest error "
+                    f"({out.max_error:.3g}) exceeds the rounding bound step/2 = "
                     f"{out.bound:.3g}.", True)
         return (f"Every value is inside the range, so every error is at most step/2 = "
                 f"{out.bound:.3g} (largest here {out.max_error:.3g}). The 16 small values "
@@ -540,6 +541,7 @@ class SmoothOut:
     errors: np.ndarray
     error: float
     best_alpha: float
+    unsmoothed_error: float  # W8A8 on X and W as they are (s = 1)
     identity_error: float  # max |(X/s)(sW) - XW| / max |XW|
 
 
@@ -563,7 +565,8 @@ class SmoothQuantModel(FigureModel):
         errors = smooth_error_curve()
         return SmoothOut(s, x_max, w_max, np.abs(xs).max(axis=0), np.abs(ws).max(axis=1),
                          SQ_ALPHAS, errors, smooth_error(x, w, self.alpha),
-                         float(SQ_ALPHAS[int(np.argmin(errors))]), identity)
+                         float(SQ_ALPHAS[int(np.argmin(errors))]),
+                         relative_error(w8a8_matmul(x, w, W8A8_BITS), exact), identity)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
@@ -573,8 +576,7 @@ class SmoothQuantModel(FigureModel):
             "w_spread": Readout("Spread of W channel maxima",
                                 float(out.w_max_after.max() / out.w_max_after.min()), "×"),
             "error": Readout("W8A8 error of XW", 100 * out.error, "%"),
-            "no_smoothing": Readout("Error without smoothing", 100 * float(out.errors[0]),
-                                    "%"),
+            "no_smoothing": Readout("Error without smoothing", 100 * out.unsmoothed_error, "%"),
             "best_alpha": Readout("Best α on this data", out.best_alpha),
             "identity": Readout("(X/s)(sW) vs XW, relative",
                                 out.identity_error, digits=2),

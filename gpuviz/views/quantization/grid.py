@@ -86,7 +86,7 @@ class GridView(FigureView):
             self.range_marks.set_data([-out.alpha, -out.alpha, np.nan, out.alpha, out.alpha],
                                       [BOTTOM, MARK_TOP, np.nan, BOTTOM, MARK_TOP])
             for label, code in zip(self.code_labels, (-q, 0, q), strict=True):
-                label.setText(f"{code:+d}" if code else "0")
+                label.setText(f"{code:+d}".replace("-", "−") if code else "0")
                 label.setPos(code * step, BOTTOM - TICK)
             for label, sign in zip(self.alpha_labels, (-1, 1), strict=True):
                 label.setText(f"{'−' if sign < 0 else '+'}α")

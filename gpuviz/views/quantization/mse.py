@@ -16,7 +16,9 @@ from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.quantization import MSE_ALPHA_MAX, MSE_ALPHA_MIN
 
 X_RANGE = (0.0, MSE_ALPHA_MAX)
-LABEL_X = {"clipping": 0.6, "rounding": 9.3, "uniform": 7.0}  # sigma, where labels sit
+# Where the labels sit (sigma): left of the minimum, where the three curves are apart
+# (to the right the total runs on top of the rounding part and the dashed line).
+LABEL_X = {"clipping": 0.6, "rounding": 1.6, "uniform": 0.9}
 
 
 def _log(values: np.ndarray) -> np.ndarray:
@@ -53,10 +55,11 @@ class MseView(FigureView):
                                 keep_inside=True)
         self.curve_labels = {
             "rounding": self.labels.add("rounding", role="compute", size=9, bold=True,
-                                        anchor=(1, 1.1)),
+                                        anchor=(-0.1, -0.2)),
             "clipping": self.labels.add("clipping", role="memory", size=9, bold=True,
                                         anchor=(0, 1.1)),
-            "uniform": self.labels.add("step²/12", role="neutral", size=9, anchor=(0.5, -0.1)),
+            "uniform": self.labels.add("step²/12", role="neutral", size=9,
+                                       anchor=(1.05, 0.5)),
         }
         self.total_label = self.labels.add("total", role="text", size=9, bold=True,
                                            anchor=(0.5, 1.2))

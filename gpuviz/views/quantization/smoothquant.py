@@ -64,7 +64,8 @@ class SmoothQuantView(FigureView):
                                       "W8A8 relative error of XW (%)")
         eitem = self.error_plot.getPlotItem()
         errors = 100 * self.model.out.errors
-        top = float(np.ceil(errors.max() * 1.1 * 2) / 2)
+        plain = 100 * self.model.out.unsmoothed_error
+        top = float(np.ceil(max(errors.max(), plain) * 1.1 * 2) / 2)
         eitem.setXRange(0.0, 1.0, padding=0.02)
         eitem.setYRange(0.0, top, padding=0)
         self.error_curve = curve(eitem, pen("text", 2.5))
@@ -72,11 +73,17 @@ class SmoothQuantView(FigureView):
         best = self.model.out.best_alpha
         self.best_line = curve(eitem, pen("neutral", 1.5, Qt.DotLine))
         self.best_line.set_data([best, best], [0.0, top])
+        # Without smoothing (s = 1) is not alpha = 0: there s_j = 1 / max|W_j| still
+        # rescales the channels.
+        self.plain_line = curve(eitem, pen("neutral", 1.5, Qt.DashLine))
+        self.plain_line.set_data([0.0, 1.0], [plain, plain])
         self.alpha_line = curve(eitem, pen("highlight", 1.5, Qt.DashLine))
         self.marker = Dots(eitem, 1, 13, theme.color("highlight"), pen("text", 1.5))
         labels = TextLayer(QRectF(0, 0, 1, top), keep_inside=True)
         labels.add(f"best α = {best:.2f} on this data", role="neutral", size=9,
                    anchor=(-0.05, 0)).setPos(best, top)
+        labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral", size=9,
+                   anchor=(1, 1.1)).setPos(1.0, plain)
         self.marker_label = labels.add("", role="highlight", size=9, bold=True,
                                        anchor=(0.5, 1.3))
         eitem.addItem(labels)

@@ -107,7 +107,9 @@ class W4A16View(FigureView):
             self.memory_label.setText(f"HBM {roof.bandwidth / 1e12:.2f} TB/s")
             self.memory_label.setPos(0.8, log_bw + 0.8)
             self.compute_label.setText(f"{roof.gpu_name} BF16 {roof.peak / 1e12:,.0f} TFLOP/s")
-            self.compute_label.setPos(X_RANGE[1] - 0.05, log_peak)
+            # Left of the ridge and above the peak nothing is drawn; the points gather on
+            # the flat roof to the right of it.
+            self.compute_label.setPos(log_ridge - 0.05, log_peak + 0.05)
 
         xs, ys = [], []
         for key in FORMAT_KEYS:
