@@ -1,15 +1,19 @@
-"""Lesson 11 (quantization): figures 11.1 to 11.5, the spec numbers of notes.md and
-sweeps over every parameter."""
+"""Lesson 11 (quantization): figures 11.1 to 11.5, the spec numbers of notes.md, sweeps
+over every parameter, and the views' mouse input (click-to-set in 11.2 and 11.5)."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
 
+from gpuviz import catalog
 from gpuviz.data.hardware import gpu
 from gpuviz.models.quantization import (
     ACTIVATIONS,
@@ -47,6 +51,7 @@ from gpuviz.models.quantization import (
     weight_matmul_cost,
 )
 from gpuviz.models.roofline import gpu_roof, roofline_time
+from tests import figure_driver as drive
 
 # --- the shared arithmetic ---------------------------------------------------------------
 
@@ -392,3 +397,32 @@ def test_w4a16_sweep(tokens, weight, group, sel):
     for r in m.readouts().values():
         assert r.text
     m.message()
+
+
+# --- the views' mouse input ----------------------------------------------------------------
+
+def _click(plot, x, y):  # noqa: ANN001
+    """A left click at data point (x, y) of a plot widget."""
+    box = plot.getPlotItem().getViewBox()
+    where = plot.mapFromScene(box.mapViewToScene(pg.Point(x, y)))
+    QTest.mouseClick(plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier(0),
+                     QPoint(int(where.x()), int(where.y())))
+
+
+def test_clicking_the_mse_plot_moves_alpha(themed, qtbot):
+    page = drive.build_page(catalog.figure("11.2"))
+    qtbot.addWidget(page)
+    _click(page.view.plot, 2.5, -2.0)
+    drive.settle()
+    assert page.model.alpha == pytest.approx(2.5, abs=0.05)
+
+
+def test_clicking_a_point_selects_it(themed, qtbot):
+    page = drive.build_page(catalog.figure("11.5"))
+    qtbot.addWidget(page)
+    p = page.model.out.points[W16]
+    assert page.model.selected == W4
+    _click(page.view.roof_plot, math.log10(p.intensity), math.log10(p.attained))
+    drive.settle()
+    assert page.model.selected == W16
+    assert "W16" in page.model.readouts()["time"].label
