@@ -488,11 +488,16 @@ class GranularityModel(FigureModel):
             return ("Per column does not fit an int8 matmul: each output is a sum over the "
                     f"columns, so a scale per {what} would have to multiply every term "
                     "inside the integer sum instead of the finished sum.", True)
+        acts = self.tensor == ACTIVATIONS
         if self.granularity == PER_ROW:
-            whose = "token" if self.tensor == ACTIVATIONS else "output channel"
+            whose = "token" if acts else "output channel"
+            note = (" It helps little here: every token carries the outlier channel."
+                    if acts else "")
             return (f"Per row works: a row's scale (one per {whose}) multiplies the whole "
-                    "integer sum of its output once, after the int8 products.", False)
-        return ("Per tensor works: one scale multiplies every integer sum at the end.", False)
+                    f"integer sum of its output once, after the int8 products.{note}", False)
+        note = " But the outlier channel sets the step for every value." if acts else ""
+        return ("Per tensor works: one scale multiplies every integer sum at the end."
+                + note, False)
 
 
 # ---------------------------------------------------------------------------------------
