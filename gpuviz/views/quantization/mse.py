@@ -63,7 +63,7 @@ class MseView(FigureView):
         }
         self.total_label = self.labels.add("total", role="text", size=9, bold=True,
                                            anchor=(0.5, 1.2))
-        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(1.05, 0))
+        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(-0.05, 0))
         self.guess_label = self.labels.add("", role="text", size=9, anchor=(-0.05, 0))
         self.best_label = self.labels.add("", role="highlight", size=9, bold=True,
                                           anchor=(-0.05, 1))
