@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks
-from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget
+from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget, text_item
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import (
     SQ_ALPHAS,
@@ -84,9 +84,11 @@ class SmoothQuantView(FigureView):
                    anchor=(-0.05, 0)).setPos(best, top)
         labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral", size=9,
                    anchor=(1, 1.1)).setPos(1.0, plain)
-        self.marker_label = labels.add("", role="highlight", size=9, bold=True,
-                                       anchor=(0.5, 1.3))
         eitem.addItem(labels)
+        # Its own item: moving a label of the plot-wide layer repaints the whole plot.
+        self.marker_label = text_item("", role="highlight", size=9, bold=True,
+                                      anchor=(0.5, 1.3))
+        eitem.addItem(self.marker_label)
         self.add_plot(self.error_plot, 2)
 
     def refresh(self) -> None:
