@@ -231,7 +231,60 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(9, "tensor_pipeline", "Tensor and pipeline parallelism", "09-tensor-pipeline.md"),
     Lesson(10, "sequence_expert", "Sequence, context and expert parallelism",
            "10-sequence-expert.md"),
-    Lesson(11, "quantization", "Quantization", "11-quantization.md"),
+    Lesson(11, "quantization", "Quantization", "11-quantization.md", (
+        # lesson 11 figures
+        FigureSpec(
+            "11.1", "grid", "Rounding onto a symmetric integer grid",
+            "The grey dots on the upper line are the numbers to store; each one drops along "
+            "its line to the grid point that will stand for it (blue), and the grey ticks "
+            "below are all the points a b-bit code can name, zero included. The dashed "
+            "orange marks are ±α, the ends of the grid. <i>Try this:</i> step the bits up "
+            "from 2 and watch the lines straighten. Then switch on the outlier: one large "
+            "value stretches the grid so far that the sixteen small ones share 3 points; "
+            "now drag α back towards 1 and see what clipping costs the outlier.",
+            "quantization:GridModel", "quantization.grid:GridView", "integer-grid"),
+        FigureSpec(
+            "11.2", "mse", "Rounding error against clipping error",
+            "Mean squared error of quantizing 8,192 random numbers of unit variance, as the "
+            "range α grows: blue is the rounding part (it tracks the dashed step²/12), "
+            "orange the clipping part, and the bold curve their sum. The dotted line is "
+            "min-max, the range that clips nothing. <i>Try this:</i> guess where the bold "
+            "curve bottoms out at 4 bits and press Reveal, then click or drag in the plot "
+            "to get there. Switch to Laplace, then to 8 bits, and follow the minimum.",
+            "quantization:MseModel", "quantization.mse:MseView", "rounding-clipping"),
+        FigureSpec(
+            "11.3", "granularity", "Which values share a scale",
+            "Left: the size of each entry (blue); right: how far its quantized copy is "
+            "off (magenta), on a colour scale that stays put as you switch. The "
+            "outlines mark the entries that share one scale. Activations are tokens × "
+            "channels, with one channel far larger than the rest. <i>Try this:</i> go "
+            "from one scale per tensor to one per row, then per column, and watch the "
+            "magenta fade; read the verdict under the maps. Then pick the weights, whose "
+            "rows differ in size.",
+            "quantization:GranularityModel", "quantization.granularity:GranularityView",
+            "granularity"),
+        FigureSpec(
+            "11.4", "smoothquant", "SmoothQuant: moving the outliers into the weights",
+            "Per input channel j, the largest activation (blue) and the largest weight "
+            "(orange) on a log scale, pale before smoothing and solid after dividing X_j by "
+            "s_j and multiplying W_j by it. Below, the error of the 8-bit product XW against "
+            "α (one scale for X, one per output column of W). <i>Try this:</i> slide α "
+            "from 0 to 1 and watch channels 2 and 6 sink in blue while orange rises; at 1 "
+            "all blue bars are equal. Find the α with the smallest error, and note the "
+            "last readout: the product itself never changes.",
+            "quantization:SmoothQuantModel", "quantization.smoothquant:SmoothQuantView",
+            "smoothquant"),
+        FigureSpec(
+            "11.5", "w4a16", "Int4 weights on the roofline: decode against prefill",
+            "One weight matmul of n tokens on the H100 in bf16. W16 keeps the weight in "
+            "bf16; W4 stores 4-bit codes plus one fp16 scale per group (4.125 bits with "
+            "groups of 128) and expands them to bf16 on chip. Blue points are "
+            "compute-bound, orange memory-bound; below, both times against n. "
+            "<i>Try this:</i> at n = 1 click each point and compare the times; then raise "
+            "n to 64, and on to 4,096, where both points reach the flat roof and the "
+            "speed-up is gone.",
+            "quantization:W4A16Model", "quantization.w4a16:W4A16View", "weight-only"),
+    )),
     Lesson(12, "serving", "LLM inference serving", "12-serving.md"),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),
 )

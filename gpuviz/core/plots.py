@@ -6,6 +6,7 @@ Their setters do nothing when nothing changed, so a refresh repaints only what m
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -183,6 +184,31 @@ def opaque_blend(role: str, alpha: int, under: str = "background") -> QColor:
     return QColor(*(round(a * t + (1 - a) * b) for t, b in
                     ((top.red(), bottom.red()), (top.green(), bottom.green()),
                      (top.blue(), bottom.blue()))))
+
+
+HEAT_LEVELS = 24
+HEAT_FLOOR = 24  # alpha of the palest shade
+
+
+def heat_colors(values: np.ndarray, top: float, role: str,
+                levels: int = HEAT_LEVELS) -> list[QColor]:
+    """Fills for a heat map: each value's share of `top` (clipped to 0..1) picks one of
+    `levels` opaque shades from the background to the role's colour. Few distinct
+    colours keep CellGrid's paint to a few fill groups."""
+    shade = np.clip(np.asarray(values, dtype=float).ravel() / top if top > 0 else 0.0,
+                    0.0, 1.0)
+    index = np.rint(shade * (levels - 1)).astype(int)
+    palette = _heat_palette(role, levels, theme.current().name)
+    return [palette[i] for i in index.tolist()]
+
+
+@functools.cache
+def _heat_palette(role: str, levels: int, theme_name: str) -> tuple[QColor, ...]:
+    # theme_name is part of the key: a new look gets its own shades. The palest shade
+    # keeps a tint, so a zero cell still shows as a cell on the background.
+    low = HEAT_FLOOR
+    return tuple(opaque_blend(role, round(low + (255 - low) * i / (levels - 1)))
+                 for i in range(levels))
 
 
 def text_item(text: str = "", role: str = "text", size: float | None = 10, bold: bool = False,

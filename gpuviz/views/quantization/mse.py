@@ -1,0 +1,155 @@
+"""Figure 11.2: rounding and clipping error against the range alpha."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QApplication
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import Dots, curve, pen, plot_widget, text_item
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import PredictReveal
+from gpuviz.models.quantization import MSE_ALPHA_MAX, MSE_ALPHA_MIN
+
+X_RANGE = (0.0, MSE_ALPHA_MAX)
+# The model's 0.01-sigma grid finds the minimum; drawing every 4th point looks the same
+# and strokes a quarter of the path on every repaint.
+DRAW_EVERY = 4
+# Where the labels sit (sigma): left of the minimum, where the three curves are apart
+# (to the right the total runs on top of the rounding part and the dashed line).
+LABEL_X = {"clipping": 0.6, "rounding": 1.6, "uniform": 0.9}
+
+
+def _log(values: np.ndarray) -> np.ndarray:
+    """log10 with zeros (no clipping at all) as gaps."""
+    with np.errstate(divide="ignore"):
+        out = np.log10(values)
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+class MseView(FigureView):
+    def build(self) -> None:
+        self.controls.add("distribution", style="buttons")
+        self.controls.add("bits_choice", style="buttons")
+        self.controls.add("alpha")
+        self.predict = PredictReveal(self.model, "guess_alpha", "revealed",
+                                     self.model.answer_text)
+        self.controls.add_widget(self.predict)
+
+        self.plot = plot_widget("Range α (standard deviations σ)",
+                                "Mean squared error (log scale)")
+        item = self.plot.getPlotItem()
+        item.setXRange(*X_RANGE, padding=0)
+        self.uniform = curve(item, pen("neutral", 2.0, Qt.DashLine))
+        self.rounding = curve(item, pen("compute", 2.5))
+        self.clipping = curve(item, pen("memory", 2.5))
+        self.total = curve(item, pen("text", 3.0))
+        self.min_max_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
+        self.guess_line = curve(item, pen("neutral", 1.5, Qt.DashDotLine))
+        self.best_line = curve(item, pen("highlight", 2.0))
+        self.alpha_line = curve(item, pen("highlight", 1.5, Qt.DashLine))
+        self.marker = Dots(item, 1, 14, theme.color("highlight"), pen("text", 1.5))
+        self.labels = TextLayer(QRectF(X_RANGE[0], -12, X_RANGE[1] - X_RANGE[0], 14),
+                                keep_inside=True)
+        self.curve_labels = {
+            "rounding": self.labels.add("rounding", role="compute", size=9, bold=True,
+                                        anchor=(-0.1, -0.2)),
+            "clipping": self.labels.add("clipping", role="memory", size=9, bold=True,
+                                        anchor=(0, 1.1)),
+            "uniform": self.labels.add("step²/12", role="neutral", size=9,
+                                       anchor=(1.05, 0.5)),
+        }
+        # On its own: a label of the plot-wide layer that moves with every α would
+        # repaint the whole plot.
+        self.total_label = text_item("total", role="text", size=9, bold=True,
+                                     anchor=(0.5, 1.2))
+        item.addItem(self.total_label)
+        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(-0.05, 0))
+        self.guess_label = self.labels.add("", role="text", size=9, anchor=(-0.05, 0))
+        self.best_label = self.labels.add("", role="highlight", size=9, bold=True,
+                                          anchor=(-0.05, 1))
+        item.addItem(self.labels)
+        self._y_range: tuple[int, int] | None = None
+        self._dragging = False
+        scene = self.plot.scene()
+        scene.sigMouseClicked.connect(self._on_click)
+        scene.sigMouseMoved.connect(self._on_move)
+        self.plot.setToolTip("Click or drag in the plot to move the range α")
+        self.add_plot(self.plot)
+
+    def _alpha_at(self, scene_pos: object) -> float | None:
+        box = self.plot.getPlotItem().getViewBox()
+        if not box.sceneBoundingRect().contains(scene_pos):
+            return None
+        return float(box.mapSceneToView(scene_pos).x())
+
+    def _on_click(self, event: object) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            x = self._alpha_at(event.scenePos())
+            if x is not None:
+                self.model.set("alpha", x)
+
+    def _on_move(self, scene_pos: object) -> None:
+        if not QApplication.mouseButtons() & Qt.MouseButton.LeftButton:
+            return
+        x = self._alpha_at(scene_pos)
+        if x is not None:
+            self.model.set("alpha", x)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        c = out.curves
+        item = self.plot.getPlotItem()
+        key = (self.model.distribution, self.model.bits_choice)
+        log_total = _log(c.total)
+        if self.needs_update("curves", key):
+            d = slice(None, None, DRAW_EVERY)
+            self.rounding.set_data(c.alphas[d], _log(c.rounding[d]))
+            self.clipping.set_data(c.alphas[d], _log(c.clipping[d]))
+            self.uniform.set_data(c.alphas[d], _log(c.uniform[d]))
+            self.total.set_data(c.alphas[d], log_total[d])
+            low = math.floor(np.nanmin(log_total)) - 2
+            high = math.ceil(np.nanmax(log_total))
+            if self._y_range != (low, high):
+                self._y_range = (low, high)
+                item.setYRange(low, high, padding=0)
+                ticks = [(float(k), f"{10.0 ** k:g}") for k in range(low, high + 1)]
+                item.getAxis("left").setTicks([ticks, []])
+            for name, label in self.curve_labels.items():
+                i = int(np.argmin(np.abs(c.alphas - LABEL_X[name])))
+                y = float(_log(getattr(c, name)[i:i + 1])[0])
+                label.setPos(LABEL_X[name], y if math.isfinite(y) else low)
+            x = c.max_abs
+            self.min_max_line.set_data([x, x], [low, high])
+            self.min_max_label.setText(f"min-max {x:.2f}σ")
+            self.min_max_label.setPos(x, high - 0.3)
+        low, high = self._y_range
+        alpha = out.alpha
+        total = math.log10(out.rounding + out.clipping)
+        self.alpha_line.set_data([alpha, alpha], [low, total])
+        self.marker.set_points([alpha], [total])
+        self.total_label.setPos(alpha, total)
+        guess = self.model.guess_alpha
+        self.guess_line.set_data([guess, guess], [low, high])
+        self.guess_label.setText(f"your guess {guess:.1f}σ")
+        self.guess_label.setPos(guess, low + 0.2)
+        if self.model.revealed:
+            b = c.best_alpha
+            self.best_line.set_data([b, b], [low, math.log10(c.best_mse)])
+            self.best_label.setText(f"best {b:.2f}σ")
+            # Low down, clear of the curves that cross at the minimum.
+            self.best_label.setPos(b, low + 0.7)
+        else:
+            self.best_line.set_data([], [])
+            self.best_label.setText("")
+        self.predict.sync()
+        share = out.clipping / (out.rounding + out.clipping) if out.clipping else 0.0
+        self.message.show_message(
+            f"α = {alpha:.2f}σ: rounding {out.rounding:.3g} (step²/12 = {out.uniform:.3g}), "
+            f"clipping {out.clipping:.3g}, {100 * share:.0f}% of the total from clipping. "
+            f"Range {MSE_ALPHA_MIN:g}σ to {MSE_ALPHA_MAX:g}σ.")

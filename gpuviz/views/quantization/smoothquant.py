@@ -1,0 +1,122 @@
+"""Figure 11.4: SmoothQuant moves the outliers' range from the activations to the weights."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import set_log_ticks
+from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget, text_item
+from gpuviz.core.text import TextLayer
+from gpuviz.models.quantization import (
+    SQ_ALPHAS,
+    SQ_CHANNELS,
+    smooth_tensors,
+    smoothing_scales,
+)
+
+BEFORE_WIDTH, AFTER_WIDTH = 0.36, 0.2  # bar widths in channels
+OFFSET = 0.2  # X bars left of the channel, W bars right
+
+
+def _maxima_range() -> tuple[int, int]:
+    """Decades that hold every channel maximum, before smoothing and at alpha 0 and 1
+    (log s is linear in alpha, so the extremes bound every alpha between)."""
+    x, w = smooth_tensors()
+    x_max, w_max = np.abs(x).max(axis=0), np.abs(w).max(axis=1)
+    values = [x_max, w_max]
+    for a in (0.0, 1.0):
+        s = smoothing_scales(x_max, w_max, a)
+        values += [x_max / s, w_max * s]
+    both = np.concatenate(values)
+    return math.floor(math.log10(both.min())), math.ceil(math.log10(both.max()))
+
+
+class SmoothQuantView(FigureView):
+    def build(self) -> None:
+        self.controls.add("alpha")
+
+        self.bars_plot = plot_widget("Input channel j", "Channel maximum (log scale)")
+        item = self.bars_plot.getPlotItem()
+        self._low, self._high = _maxima_range()
+        item.setXRange(-0.6, SQ_CHANNELS - 0.4, padding=0)
+        item.setYRange(self._low, self._high, padding=0)
+        set_log_ticks(item.getAxis("left"), self._low, self._high)
+        item.getAxis("bottom").setTicks([[(float(j), str(j)) for j in range(SQ_CHANNELS)], []])
+        self.bars = CellGrid()
+        item.addItem(self.bars)
+        legend = TextLayer(QRectF(-0.6, self._low, SQ_CHANNELS + 0.2, self._high - self._low),
+                           keep_inside=True)
+        legend.add("max |X_j| activations", role="compute", size=9, bold=True,
+                   anchor=(0, 0)).setPos(-0.5, self._high)
+        legend.add("max |W_j| weights", role="memory", size=9, bold=True,
+                   anchor=(0, -1.1)).setPos(-0.5, self._high)
+        legend.add("pale: before smoothing, solid: after", role="muted", size=9,
+                   anchor=(1, 0)).setPos(SQ_CHANNELS - 0.5, self._high)
+        item.addItem(legend)
+        self.add_plot(self.bars_plot, 3)
+
+        self.error_plot = plot_widget("Migration strength α",
+                                      "W8A8 relative error of XW (%)")
+        eitem = self.error_plot.getPlotItem()
+        errors = 100 * self.model.out.errors
+        plain = 100 * self.model.out.unsmoothed_error
+        top = float(np.ceil(max(errors.max(), plain) * 1.1 * 2) / 2)
+        eitem.setXRange(0.0, 1.0, padding=0.02)
+        eitem.setYRange(0.0, top, padding=0)
+        self.error_curve = curve(eitem, pen("text", 2.5))
+        self.error_curve.set_data(SQ_ALPHAS, errors)
+        best = self.model.out.best_alpha
+        self.best_line = curve(eitem, pen("neutral", 1.5, Qt.DotLine))
+        self.best_line.set_data([best, best], [0.0, top])
+        # Without smoothing (s = 1) is not alpha = 0: there s_j = 1 / max|W_j| still
+        # rescales the channels.
+        self.plain_line = curve(eitem, pen("neutral", 1.5, Qt.DashLine))
+        self.plain_line.set_data([0.0, 1.0], [plain, plain])
+        self.alpha_line = curve(eitem, pen("highlight", 1.5, Qt.DashLine))
+        self.marker = Dots(eitem, 1, 13, theme.color("highlight"), pen("text", 1.5))
+        labels = TextLayer(QRectF(0, 0, 1, top), keep_inside=True)
+        labels.add(f"best α = {best:.2f} on this data", role="neutral", size=9,
+                   anchor=(-0.05, 0)).setPos(best, top)
+        labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral", size=9,
+                   anchor=(1, 1.1)).setPos(1.0, plain)
+        eitem.addItem(labels)
+        # Its own item: moving a label of the plot-wide layer repaints the whole plot.
+        self.marker_label = text_item("", role="highlight", size=9, bold=True,
+                                      anchor=(0.5, 1.3))
+        eitem.addItem(self.marker_label)
+        self.add_plot(self.error_plot, 2)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        low = self._low
+        channels = np.arange(SQ_CHANNELS, dtype=float)
+        rects, fills = [], []
+        for values, shift, role, width in (
+                (out.x_max, -OFFSET, "compute_light", BEFORE_WIDTH),
+                (out.w_max, OFFSET, "memory_light", BEFORE_WIDTH),
+                (out.x_max_after, -OFFSET, "compute", AFTER_WIDTH),
+                (out.w_max_after, OFFSET, "memory", AFTER_WIDTH)):
+            heights = np.log10(values) - low
+            rects.append(np.column_stack([channels + shift - width / 2,
+                                          np.full(SQ_CHANNELS, float(low)),
+                                          np.full(SQ_CHANNELS, width), heights]))
+            fills += [theme.color(role)] * SQ_CHANNELS
+        self.bars.set_cells(np.concatenate(rects), fills)
+
+        a, err = self.model.alpha, 100 * out.error
+        self.alpha_line.set_data([a, a], [0.0, err])
+        self.marker.set_points([a], [err])
+        self.marker_label.setText(f"{err:.2f}%")
+        self.marker_label.setPos(a, err)
+        x_spread = out.x_max_after.max() / out.x_max_after.min()
+        w_spread = out.w_max_after.max() / out.w_max_after.min()
+        self.message.show_message(
+            f"α = {a:.2f}: activation channel maxima differ by {x_spread:.3g}×, weight "
+            f"channel maxima by {w_spread:.3g}×; W8A8 error {err:.2f}% of |XW|. The product "
+            f"itself is unchanged: (X diag(s)⁻¹)(diag(s) W) differs from XW by "
+            f"{out.identity_error:.1e} of its size.")

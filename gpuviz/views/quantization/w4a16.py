@@ -1,0 +1,145 @@
+"""Figure 11.5: a bf16 weight (W16) against an int4 one with group scales (W4) on the H100
+roofline, and their times against the number of tokens."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import set_log_ranges, set_log_ticks, set_time_ticks
+from gpuviz.core.plots import Dots, curve, pen, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.models.quantization import COMPUTE_BOUND, TOKENS_MAX, W4, W16
+
+X_RANGE = (-0.5, 4.0)  # log10 FLOP/B
+Y_RANGE = (12.0, 15.5)  # log10 FLOP/s
+N_RANGE = (0.0, math.log10(TOKENS_MAX))
+FORMAT_KEYS = (W16, W4)
+CLICK_PIXELS = 24  # how near a click must be to a point to select it
+
+
+def _format_pen(index: int, width: float = 2.5) -> object:
+    # Categorical colours: the two formats are series, not roles.
+    return pg.mkPen(theme.series(index), width=theme.line_width(width))
+
+
+SERIES = {W16: 7, W4: 2}  # Okabe-Ito grey and bluish green
+
+
+class W4A16View(FigureView):
+    def build(self) -> None:
+        self.controls.add("weight")
+        self.controls.add("tokens")
+        self.controls.add("group")
+        self.controls.add("selected", style="buttons")
+
+        self.roof_plot = plot_widget("Arithmetic intensity (FLOP per byte, log scale)",
+                                     "Attainable FLOP/s (log scale)")
+        item = self.roof_plot.getPlotItem()
+        set_log_ranges(item, X_RANGE, Y_RANGE, y_unit="FLOP/s")
+        self.memory_roof = curve(item, pen("memory", 3.0))
+        self.compute_roof = curve(item, pen("compute", 3.0))
+        self.ring = Dots(item, 1, 26, theme.color("highlight"))
+        # One marker per format and bound; the one of the current bound shows.
+        fills = [theme.color(role) for _ in FORMAT_KEYS for role in ("compute", "memory")]
+        self.points = Dots(item, 4, 15, fills, pen("text", 1.5))
+        self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
+                                            Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
+        self.memory_label = self.roof_labels.add(role="memory", size=9, bold=True,
+                                                 anchor=(0.5, 1.2))
+        self.compute_label = self.roof_labels.add(role="compute", size=9, bold=True,
+                                                  anchor=(1, 1.1))
+        self.point_labels = {key: self.roof_labels.add(
+            "W16" if key == W16 else "W4", size=10, bold=True,
+            anchor=(1.15, 0.5) if key == W16 else (-0.15, 0.5)) for key in FORMAT_KEYS}
+        item.addItem(self.roof_labels)
+        self.roof_plot.scene().sigMouseClicked.connect(self._on_click)
+        self.roof_plot.setToolTip("Click a point to read its minimum time")
+        self.add_plot(self.roof_plot, 3)
+
+        self.time_plot = plot_widget("Tokens n (log scale)", "Minimum time")
+        titem = self.time_plot.getPlotItem()
+        titem.setXRange(*N_RANGE, padding=0)
+        set_log_ticks(titem.getAxis("bottom"), *N_RANGE)
+        self.curves = {key: curve(titem, _format_pen(SERIES[key])) for key in FORMAT_KEYS}
+        self.n_line = curve(titem, pen("neutral", 1.5, Qt.DashLine))
+        self.time_marks = Dots(titem, 2, 11, [theme.series(SERIES[k]) for k in FORMAT_KEYS],
+                               pen("text", 1.0))
+        self.time_labels = TextLayer(QRectF(N_RANGE[0], -9, N_RANGE[1], 9), keep_inside=True)
+        self.curve_labels = {key: self.time_labels.add(
+            "W16, bf16 weights" if key == W16 else "", size=9, bold=True,
+            anchor=(0, 1.1) if key == W16 else (0, -0.1)) for key in FORMAT_KEYS}
+        for key, label in self.curve_labels.items():
+            label.setColor(theme.series(SERIES[key]))
+        titem.addItem(self.time_labels)
+        self._time_range: tuple[int, int] | None = None
+        self.add_plot(self.time_plot, 2)
+
+    def _on_click(self, event: object) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        box = self.roof_plot.getPlotItem().getViewBox()
+        pos = event.scenePos()
+        best, nearest = None, float(CLICK_PIXELS)
+        for key in FORMAT_KEYS:
+            p = self.model.out.points[key]
+            scene = box.mapViewToScene(pg.Point(math.log10(p.intensity),
+                                                math.log10(p.attained)))
+            d = math.hypot(scene.x() - pos.x(), scene.y() - pos.y())
+            if d <= nearest:
+                best, nearest = key, d
+        if best is not None:
+            self.model.set("selected", best)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        roof = out.roof
+        log_bw, log_peak = math.log10(roof.bandwidth), math.log10(roof.peak)
+        log_ridge = log_peak - log_bw
+        if self.needs_update("roof", (log_bw, log_peak)):
+            self.memory_roof.set_data([X_RANGE[0], log_ridge], [log_bw + X_RANGE[0], log_peak])
+            self.compute_roof.set_data([log_ridge, X_RANGE[1]], [log_peak, log_peak])
+            self.memory_label.setText(f"HBM {roof.bandwidth / 1e12:.2f} TB/s")
+            self.memory_label.setPos(0.8, log_bw + 0.8)
+            self.compute_label.setText(f"{roof.gpu_name} BF16 {roof.peak / 1e12:,.0f} TFLOP/s")
+            # Left of the ridge and above the peak nothing is drawn; the points gather on
+            # the flat roof to the right of it.
+            self.compute_label.setPos(log_ridge - 0.05, log_peak + 0.05)
+
+        xs, ys = [], []
+        for key in FORMAT_KEYS:
+            p = out.points[key]
+            x, y = math.log10(p.intensity), math.log10(p.attained)
+            compute = p.time.bound == COMPUTE_BOUND
+            xs += [x, math.nan] if compute else [math.nan, x]
+            ys += [y, y]
+            self.point_labels[key].setPos(x, y)
+        self.points.set_points(xs, ys)
+        chosen = out.points[out.selected]
+        self.ring.set_points([math.log10(chosen.intensity)], [math.log10(chosen.attained)])
+
+        if self.needs_update("curves", (out.k, out.m, out.points[W4].bits)):
+            n = np.log10(out.curve_tokens)
+            self.curves[W16].set_data(n, np.log10(out.curve_w16))
+            self.curves[W4].set_data(n, np.log10(out.curve_w4))
+            low = math.floor(math.log10(out.curve_w4[0]))
+            high = math.ceil(math.log10(out.curve_w16[-1]))
+            titem = self.time_plot.getPlotItem()
+            if self._time_range != (low, high):
+                self._time_range = (low, high)
+                titem.setYRange(low, high, padding=0)
+                set_time_ticks(titem.getAxis("left"), low, high)
+            self.curve_labels[W16].setPos(0.05, math.log10(out.curve_w16[0]))
+            self.curve_labels[W4].setText(f"W4, {out.points[W4].bits:g} bits per weight")
+            self.curve_labels[W4].setPos(0.05, math.log10(out.curve_w4[0]))
+        low, high = self._time_range
+        n = math.log10(out.tokens)
+        self.n_line.set_data([n, n], [low, high])
+        self.time_marks.set_points([n, n], [math.log10(out.points[k].time.time)
+                                            for k in FORMAT_KEYS])
+        self.message.show_message(self.model.message())
