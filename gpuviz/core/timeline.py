@@ -17,7 +17,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from gpuviz import theme
-from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.plots import CellGrid, Segment, pen
 from gpuviz.models.schedule import Schedule, Task
 
@@ -30,39 +29,45 @@ class Timeline:
     `clicked(index)` is emitted with the index of the box clicked, in the order given to
     `set_boxes` (for `show_schedule`: the index of the task in the schedule)."""
 
-    def __init__(self, plot: pg.PlotWidget, lanes: Sequence[str], *,
-                 text_size: float = 8.0) -> None:
+    def __init__(self, plot: pg.PlotWidget, lanes: Sequence[str],
+                 labels: Sequence[str] | None = None, *, text_size: float = 8.0) -> None:
         self.plot = plot
         item = plot.getPlotItem()
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.25)
         self.idle = CellGrid()
-        self.boxes = CellGrid(text_size)
+        self.boxes = CellGrid(text_size, hide_overflow=True)
         self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)
         self.playhead.setVisible(False)
         self.clicked = self.boxes.clicked
         self._lanes: tuple[str, ...] = ()
+        self._labels: tuple[str, ...] = ()
         self._time_limit = 0.0
-        self.set_lanes(lanes)
+        self.set_lanes(lanes, labels)
 
     # ------------------------------------------------------------------ layout
-    def set_lanes(self, lanes: Sequence[str]) -> None:
+    def set_lanes(self, lanes: Sequence[str], labels: Sequence[str] | None = None) -> None:
+        """Lanes by name (a schedule's resource names), shown as `labels` (default: the
+        names) on the left axis, top to bottom."""
         lanes = tuple(lanes)
-        if lanes == self._lanes:
+        labels = tuple(labels) if labels is not None else lanes
+        if (lanes, labels) == (self._lanes, self._labels):
             return
-        self._lanes = lanes
+        self._lanes, self._labels = lanes, labels
         item = self.plot.getPlotItem()
-        item.getAxis("left").setTicks([list(enumerate(lanes)), []])
+        item.getAxis("left").setTicks([list(enumerate(labels)), []])
         item.setYRange(-0.6, len(lanes) - 0.4, padding=0)
 
     def lane(self, name: str) -> int:
         return self._lanes.index(name)
 
     def set_time_range(self, end: float, *, exact: bool = False) -> None:
-        """Show time 0..end; the limit moves in 1-2-5 steps unless `exact`."""
-        limit = end if exact else nice_ceiling(end)
+        """Show time 0..end; the limit moves in small steps (1, 1.2, 1.5, 2, 2.5, 3, 4, 5,
+        6, 8 times a power of ten, so at most a quarter of the plot is left empty) unless
+        `exact`."""
+        limit = end if exact else snug_ceiling(end)
         if limit > 0 and limit != self._time_limit:
             self._time_limit = limit
             self.plot.getPlotItem().setXRange(0, limit, padding=0.01)
@@ -72,7 +77,11 @@ class Timeline:
                   fills: Sequence[QColor | None], texts: Sequence[str] | None = None,
                   outlines: Sequence[QColor | None] | None = None,
                   heights: np.ndarray | float = BOX_HEIGHT) -> None:
-        """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane."""
+        """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane.
+        Without `outlines`, a thin outline in the background colour parts neighbouring
+        boxes of one colour. A text that does not fit its box is left out."""
+        if outlines is None:
+            outlines = [theme.color("background")] * len(fills)
         self.boxes.set_cells(_rects(lanes, start, end, heights), fills, outlines, texts)
 
     def set_idle(self, lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -91,15 +100,18 @@ class Timeline:
 
     def show_schedule(self, result: Schedule, fill: Callable[[Task], QColor],
                       text: Callable[[Task], str] = lambda task: task.text, *,
-                      idle_lanes: Sequence[str] = (), until: float | None = None) -> None:
+                      idle_lanes: Sequence[str] = (), until: float | None = None,
+                      scale: float = 1.0) -> None:
         """Every task of `result` as a box on the lane named by its resource (resources
         not among the lanes are left out), shaded gaps on `idle_lanes`, and boxes cut at
-        `until` (a playhead time) when given."""
+        `until` (a playhead time) when given. Times are multiplied by `scale` for the
+        axis (1e3: a schedule in seconds drawn in ms); `until` is in schedule units."""
         lane_of = {name: i for i, name in enumerate(self._lanes)}
         lanes = np.array([lane_of.get(task.resource, -1) for task in result.tasks])
         start, end = result.start, result.end
         if until is not None:
             end = np.minimum(end, until)
+        start, end = start * scale, end * scale
         # Every task stays a cell (hidden ones have zero width), so a click's index is the
         # task's index in the schedule.
         end = np.where(lanes >= 0, np.maximum(end, start), start)
@@ -114,7 +126,19 @@ class Timeline:
         if until is not None:
             gaps = [(lane, a, min(b, until)) for lane, a, b in gaps]
         gap_array = np.array(gaps, dtype=float).reshape(-1, 3)
-        self.set_idle(gap_array[:, 0], gap_array[:, 1], gap_array[:, 2])
+        self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
+
+
+def snug_ceiling(value: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten at or above
+    `value` (1 for a value that is not positive and finite)."""
+    if not value > 0 or not np.isfinite(value):
+        return 1.0
+    power = 10.0 ** np.floor(np.log10(value))
+    for step in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        if step * power >= value * (1 - 1e-12):
+            return float(step * power)
+    return float(10 * power)
 
 
 def _rects(lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
