@@ -200,6 +200,7 @@ class CellGrid(pg.GraphicsObject):
     grid. Texts of several lines (a few titles) still go through drawText."""
 
     clicked = Signal(int)
+    clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
 
     def __init__(self, font_size: float = 8.0, *, hide_overflow: bool = False) -> None:
         """hide_overflow: leave out a one-line text wider or taller than its cell (as
@@ -326,6 +327,7 @@ class CellGrid(pg.GraphicsObject):
         if index >= 0:
             event.accept()
             self.clicked.emit(index)
+            self.clicked_at.emit(event.pos())
 
 
 def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:

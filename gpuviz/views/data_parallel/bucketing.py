@@ -68,14 +68,18 @@ class BucketingView(FigureView):
         if self.needs_update("boxes", (out.start.tobytes(), out.end.tobytes(),
                                        out.layer_end[0])):
             exposed = int(out.exposed > 1e-12)
-            for timeline in (self.timeline, self.zoom):
-                timeline.set_boxes(lanes, start, end, fills, texts)
-                timeline.set_idle(np.zeros(exposed), np.full(exposed, out.backward_time / MS),
-                                  np.full(exposed, out.step_time / MS))
-            self.timeline.set_time_range(out.step_time / MS)
             tail = 3 * max(out.ready[0], out.end[0] - out.start[0])
             low = max(0.0, out.backward_time - tail)
             high = out.step_time + 0.05 * (out.step_time - low)
+            # The enlarged end gets only the boxes it shows; a click reads the same box.
+            seen = np.flatnonzero((end >= low / MS) & (start <= high / MS))
+            for timeline, rows in ((self.timeline, np.arange(len(lanes))), (self.zoom, seen)):
+                timeline.set_boxes(lanes[rows], start[rows], end[rows],
+                                   [fills[i] for i in rows], [texts[i] for i in rows],
+                                   ids=rows)
+                timeline.set_idle(np.zeros(exposed), np.full(exposed, out.backward_time / MS),
+                                  np.full(exposed, out.step_time / MS))
+            self.timeline.set_time_range(out.step_time / MS)
             self.zoom_plot.getPlotItem().setXRange(low / MS, high / MS, padding=0)
         self.message.show_message(self._comment(), warn=out.exposed > 0.1 * out.backward_time)
 
