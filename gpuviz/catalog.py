@@ -227,7 +227,47 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(6, "training_memory", "Training memory and checkpointing",
            "06-training-memory.md"),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
-    Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md"),
+    Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md", (
+        # lesson 8 figures
+        FigureSpec(
+            "8.1", "zero_stages", "ZeRO: who keeps which model state",
+            "Left, the model states one GPU holds: 16-bit weights (blue), 16-bit gradients "
+            "(yellow) and the fp32 optimizer states (violet), against the GPU's memory "
+            "(dashed). Right, the bytes each GPU sends in one step (aqua). <i>Try this:</i> "
+            "raise the number of GPUs and watch ZeRO-1 shrink the violet part, ZeRO-2 the "
+            "yellow one too, and ZeRO-3 everything. Then compare the aqua bars: three are "
+            "equal, and ZeRO-3 pays half as much again.",
+            "data_parallel:ZeroStagesModel", "data_parallel.zero_stages:ZeroStagesView",
+            "zero"),
+        FigureSpec(
+            "8.2", "bucketing", "Gradient buckets overlap the backward pass",
+            "The backward pass of 24 layers of 50 M parameters on 8 GPUs, last layer first "
+            "(blue), and the all-reduce of each gradient bucket on the network (aqua). Violet "
+            "is time the GPU has finished its backward work and waits. <i>Try this:</i> from "
+            "25 MB buckets, where only the last all-reduce sticks out, drop to 1 MB (each "
+            "all-reduce pays the ring's latency again) and then go to a single bucket "
+            "(nothing overlaps). Then halve the tokens or the bandwidth.",
+            "data_parallel:BucketingModel", "data_parallel.bucketing:BucketingView",
+            "bucketing"),
+        FigureSpec(
+            "8.3", "fsdp", "FSDP: gather, compute, scatter, unit by unit",
+            "Each FSDP unit's weights are all-gathered (aqua, AG) before it computes (blue, "
+            "F forward and B backward); after its backward its gradients are "
+            "reduce-scattered (RS). Violet marks compute waiting for the network; the lower "
+            "chart counts the units whose full weights are in memory. <i>Try this:</i> press "
+            "Play, then switch prefetch off and watch the violet gaps. Switch resharding off: "
+            "the backward gathers vanish, but every unit stays in memory.",
+            "data_parallel:FsdpModel", "data_parallel.fsdp:FsdpView", "fsdp",
+            animated=True),
+        FigureSpec(
+            "8.4", "overlap", "When does the all-reduce hide?",
+            "The curve is the all-reduce time divided by the backward time, against the "
+            "tokens each GPU processes; under the dashed line at 1 the communication can "
+            "hide. The bars are the two times for your settings. <i>Try this:</i> guess the "
+            "token count where the curve crosses 1 and press Reveal. Then drag the model "
+            "size: both bars grow, yet the curve stays where it is.",
+            "data_parallel:OverlapModel", "data_parallel.overlap:OverlapView", "overlap"),
+    )),
     Lesson(9, "tensor_pipeline", "Tensor and pipeline parallelism", "09-tensor-pipeline.md"),
     Lesson(10, "sequence_expert", "Sequence, context and expert parallelism",
            "10-sequence-expert.md"),

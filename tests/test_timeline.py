@@ -68,3 +68,33 @@ def test_many_boxes(themed, qtbot):
     timeline.set_time_range(start.max() + 1)
     assert plot.getPlotItem().viewRange()[0][1] >= 50
     assert not plot.grab().isNull()
+
+
+def test_thousands_of_touching_thin_boxes_draw_as_one_run_and_click_to_the_right_one(
+        themed, qtbot):
+    plot, timeline = _timeline(qtbot)
+    n = 2000
+    start = np.arange(n) * 1.0
+    lanes = np.r_[np.zeros(10), np.ones(n)]
+    starts = np.r_[np.arange(10) * 200.0, start]
+    ends = np.r_[np.arange(1, 11) * 200.0, start + 1.0]
+    fills = [theme.color("compute")] * 10 + [theme.color("network")] * n
+    timeline.set_boxes(lanes, starts, ends, fills, [f"L{i}" for i in range(10)] + [""] * n)
+    drawn = timeline.boxes._array
+    assert len(drawn) == 11  # ten wide boxes, one run of 2000 thin ones
+    assert drawn[-1].tolist() == [0.0, 1 - 0.35, 2000.0, 0.7]
+    hits = []
+    timeline.clicked.connect(hits.append)
+    timeline._clicked_at(QPointF(1234.5, 1.0))
+    timeline._clicked_at(QPointF(450.0, 0.1))
+    assert hits == [10 + 1234, 2]
+
+
+def test_ids_name_the_boxes_of_a_part(themed, qtbot):
+    plot, timeline = _timeline(qtbot)
+    timeline.set_boxes([0, 1], [5.0, 6.0], [6.0, 8.0], [theme.color("compute")] * 2,
+                       ids=np.array([17, 42]))
+    hits = []
+    timeline.clicked.connect(hits.append)
+    timeline._clicked_at(QPointF(7.0, 1.0))
+    assert hits == [42]

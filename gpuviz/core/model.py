@@ -400,3 +400,53 @@ class SteppedModel(AnimatedModel):
         self._step = self.total_steps
         self._t = self._step * self.step_seconds
         self._notify()
+
+
+class PlayheadModel(AnimatedModel):
+    """An animation that draws a fixed timeline up to a moving playhead: Play sweeps it
+    from 0 to `horizon` in `play_seconds` of figure time, Step jumps to the next of
+    `step_marks()`, Rewind goes back to 0. It opens with the whole timeline drawn.
+    Subclasses give `horizon` (in the timeline's unit) and `step_marks()`."""
+
+    play_seconds = 8.0
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        self._progress = 1.0
+        super().__init__(parent)
+
+    @property
+    def horizon(self) -> float:
+        raise NotImplementedError
+
+    def step_marks(self) -> Sequence[float]:
+        raise NotImplementedError
+
+    @property
+    def progress(self) -> float:
+        """The playhead as a share of the horizon, 0 to 1."""
+        return self._progress
+
+    @property
+    def t(self) -> float:
+        return self._progress * self.horizon
+
+    def reset_state(self) -> None:
+        self._progress = 1.0
+
+    def rewind(self) -> None:
+        self._progress = 0.0
+        self._notify()
+
+    @property
+    def finished(self) -> bool:
+        return self._progress >= 1.0
+
+    def advance_by(self, dt: float) -> bool:
+        self._progress = min(1.0, self._progress + max(0.0, float(dt)) / self.play_seconds)
+        return self._progress < 1.0
+
+    def step_once(self) -> None:
+        horizon = self.horizon
+        now = self.t + 1e-9 * horizon
+        later = [float(mark) for mark in self.step_marks() if mark > now]
+        self._progress = min(1.0, min(later) / horizon) if later and horizon > 0 else 1.0

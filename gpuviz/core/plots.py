@@ -226,9 +226,13 @@ class CellGrid(pg.GraphicsObject):
     grid. Texts of several lines (a few titles) still go through drawText."""
 
     clicked = Signal(int)
+    clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
 
-    def __init__(self, font_size: float = 8.0) -> None:
+    def __init__(self, font_size: float = 8.0, *, hide_overflow: bool = False) -> None:
+        """hide_overflow: leave out a one-line text wider or taller than its cell (as
+        drawn now) instead of letting it spill over its neighbours."""
         super().__init__()
+        self._hide_overflow = hide_overflow
         self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
@@ -320,12 +324,19 @@ class CellGrid(pg.GraphicsObject):
         cells = self._array[self._text_rows]
         x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
         y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
+        statics = self._text_list
+        if self._hide_overflow:
+            fits = ((np.abs(t.m11() * cells[:, 2]) >= self._text_sizes[:, 0] + 2)
+                    & (np.abs(t.m22() * cells[:, 3]) >= self._text_sizes[:, 1]))
+            x, y = x[fits], y[fits]
+            statics = [static for static, ok in zip(statics, fits.tolist(), strict=True)
+                       if ok]
         painter.save()
         painter.resetTransform()
         painter.setFont(self._font)
         painter.setPen(self._text_color)
         draw = painter.drawStaticText
-        for px, py, static in zip(x.tolist(), y.tolist(), self._text_list, strict=True):
+        for px, py, static in zip(x.tolist(), y.tolist(), statics, strict=True):
             draw(QPointF(px, py), static)
         for rect, text in self._multiline:
             painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)
@@ -342,6 +353,7 @@ class CellGrid(pg.GraphicsObject):
         if index >= 0:
             event.accept()
             self.clicked.emit(index)
+            self.clicked_at.emit(event.pos())
 
 
 def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:

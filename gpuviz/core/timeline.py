@@ -3,7 +3,9 @@ with idle time shaded, a playhead, and click-to-read on a box.
 
 Built on two CellGrids (idle shading behind, boxes in front) and a Segment, so hundreds of
 boxes cost one paint call each and a refresh that only moves the playhead repaints one
-line. Feed it arrays (`set_boxes`, `set_idle`) or a `gpuviz.models.schedule.Schedule`
+line. Thousands of boxes too thin to see apart (under 1/400 of the time shown) are drawn
+as one box per run of touching boxes of one colour; a click still reads the box under the
+cursor. Feed it arrays (`set_boxes`, `set_idle`) or a `gpuviz.models.schedule.Schedule`
 (`show_schedule`). Lanes run top to bottom in the order given; time runs to the right in
 the plot's x unit (the figure picks it: seconds, ms, steps)."""
 
@@ -13,56 +15,68 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QColor
 
 from gpuviz import theme
-from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.plots import CellGrid, Segment, pen
 from gpuviz.models.schedule import Schedule, Task
 
 BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
+MERGE_ABOVE = 300  # boxes; fewer are always drawn one by one
+THIN = 1 / 400  # of the time shown: boxes thinner than this may be drawn as one run
 
 
-class Timeline:
+class Timeline(QObject):
     """Lanes in a plot from `plot_widget` (its left axis names the lanes).
 
-    `clicked(index)` is emitted with the index of the box clicked, in the order given to
-    `set_boxes` (for `show_schedule`: the index of the task in the schedule)."""
+    `clicked(index)` is emitted with the index of the box clicked: its id given to
+    `set_boxes` (by default its position there; for `show_schedule` the index of the task
+    in the schedule)."""
 
-    def __init__(self, plot: pg.PlotWidget, lanes: Sequence[str], *,
-                 text_size: float = 8.0) -> None:
+    clicked = Signal(int)
+
+    def __init__(self, plot: pg.PlotWidget, lanes: Sequence[str],
+                 labels: Sequence[str] | None = None, *, text_size: float = 8.0) -> None:
+        super().__init__(plot)
         self.plot = plot
         item = plot.getPlotItem()
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.25)
         self.idle = CellGrid()
-        self.boxes = CellGrid(text_size)
+        self.boxes = CellGrid(text_size, hide_overflow=True)
         self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)
         self.playhead.setVisible(False)
-        self.clicked = self.boxes.clicked
+        self.boxes.clicked_at.connect(self._clicked_at)
+        self._given = np.zeros((0, 4))  # lane, start, end, id of every box given
         self._lanes: tuple[str, ...] = ()
+        self._labels: tuple[str, ...] = ()
         self._time_limit = 0.0
-        self.set_lanes(lanes)
+        self.set_lanes(lanes, labels)
 
     # ------------------------------------------------------------------ layout
-    def set_lanes(self, lanes: Sequence[str]) -> None:
+    def set_lanes(self, lanes: Sequence[str], labels: Sequence[str] | None = None) -> None:
+        """Lanes by name (a schedule's resource names), shown as `labels` (default: the
+        names) on the left axis, top to bottom."""
         lanes = tuple(lanes)
-        if lanes == self._lanes:
+        labels = tuple(labels) if labels is not None else lanes
+        if (lanes, labels) == (self._lanes, self._labels):
             return
-        self._lanes = lanes
+        self._lanes, self._labels = lanes, labels
         item = self.plot.getPlotItem()
-        item.getAxis("left").setTicks([list(enumerate(lanes)), []])
+        item.getAxis("left").setTicks([list(enumerate(labels)), []])
         item.setYRange(-0.6, len(lanes) - 0.4, padding=0)
 
     def lane(self, name: str) -> int:
         return self._lanes.index(name)
 
     def set_time_range(self, end: float, *, exact: bool = False) -> None:
-        """Show time 0..end; the limit moves in 1-2-5 steps unless `exact`."""
-        limit = end if exact else nice_ceiling(end)
+        """Show time 0..end; the limit moves in small steps (1, 1.2, 1.5, 2, 2.5, 3, 4, 5,
+        6, 8 times a power of ten, so at most a quarter of the plot is left empty) unless
+        `exact`."""
+        limit = end if exact else snug_ceiling(end)
         if limit > 0 and limit != self._time_limit:
             self._time_limit = limit
             self.plot.getPlotItem().setXRange(0, limit, padding=0.01)
@@ -71,9 +85,43 @@ class Timeline:
     def set_boxes(self, lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
                   fills: Sequence[QColor | None], texts: Sequence[str] | None = None,
                   outlines: Sequence[QColor | None] | None = None,
-                  heights: np.ndarray | float = BOX_HEIGHT) -> None:
-        """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane."""
+                  heights: np.ndarray | float = BOX_HEIGHT,
+                  ids: np.ndarray | None = None) -> None:
+        """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane;
+        a click on it emits ids[i] (default i). Without `outlines`, a thin outline in the
+        background colour parts neighbouring boxes of one colour (boxes too thin to see
+        apart get none). A text that does not
+        fit its box is left out."""
+        lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
+        heights = np.broadcast_to(np.asarray(heights, dtype=float), lanes.shape)
+        ids = np.arange(len(lanes)) if ids is None else np.asarray(ids)
+        self._given = np.column_stack([lanes, start, end, ids]).reshape(-1, 4)
+        if outlines is None and len(lanes):
+            # Outlines part boxes one can see apart; on thin ones they only cost time.
+            span = max(float(end.max() - start.min()), 1e-300)
+            wide = ((end - start) >= THIN * span).tolist()
+            background = theme.color("background")
+            outlines = [background if w else None for w in wide]
+        if len(lanes) > MERGE_ABOVE:
+            keep, run_end = _runs(lanes, start, end, heights, fills)
+            single = np.diff(np.append(keep, len(lanes))) == 1
+            pick = keep.tolist()
+            texts = ([texts[i] if one else "" for i, one in zip(pick, single.tolist(),
+                                                                 strict=True)]
+                     if texts is not None else None)
+            fills = [fills[i] for i in pick]
+            outlines = [outlines[i] if one else None
+                        for i, one in zip(pick, single.tolist(), strict=True)]
+            lanes, start, end, heights = lanes[keep], start[keep], run_end, heights[keep]
         self.boxes.set_cells(_rects(lanes, start, end, heights), fills, outlines, texts)
+
+    def _clicked_at(self, point: QPointF) -> None:
+        lane = round(point.y())
+        given = self._given
+        hit = np.flatnonzero((given[:, 0] == lane) & (given[:, 1] <= point.x())
+                             & (point.x() <= given[:, 2]))
+        if len(hit):
+            self.clicked.emit(int(given[hit[0], 3]))
 
     def set_idle(self, lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
                  role: str = "idle") -> None:
@@ -91,15 +139,18 @@ class Timeline:
 
     def show_schedule(self, result: Schedule, fill: Callable[[Task], QColor],
                       text: Callable[[Task], str] = lambda task: task.text, *,
-                      idle_lanes: Sequence[str] = (), until: float | None = None) -> None:
+                      idle_lanes: Sequence[str] = (), until: float | None = None,
+                      scale: float = 1.0) -> None:
         """Every task of `result` as a box on the lane named by its resource (resources
         not among the lanes are left out), shaded gaps on `idle_lanes`, and boxes cut at
-        `until` (a playhead time) when given."""
+        `until` (a playhead time) when given. Times are multiplied by `scale` for the
+        axis (1e3: a schedule in seconds drawn in ms); `until` is in schedule units."""
         lane_of = {name: i for i, name in enumerate(self._lanes)}
         lanes = np.array([lane_of.get(task.resource, -1) for task in result.tasks])
         start, end = result.start, result.end
         if until is not None:
             end = np.minimum(end, until)
+        start, end = start * scale, end * scale
         # Every task stays a cell (hidden ones have zero width), so a click's index is the
         # task's index in the schedule.
         end = np.where(lanes >= 0, np.maximum(end, start), start)
@@ -114,7 +165,35 @@ class Timeline:
         if until is not None:
             gaps = [(lane, a, min(b, until)) for lane, a, b in gaps]
         gap_array = np.array(gaps, dtype=float).reshape(-1, 3)
-        self.set_idle(gap_array[:, 0], gap_array[:, 1], gap_array[:, 2])
+        self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
+
+
+def snug_ceiling(value: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten at or above
+    `value` (1 for a value that is not positive and finite)."""
+    if not value > 0 or not np.isfinite(value):
+        return 1.0
+    power = 10.0 ** np.floor(np.log10(value))
+    for step in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        if step * power >= value * (1 - 1e-12):
+            return float(step * power)
+    return float(10 * power)
+
+
+def _runs(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, heights: np.ndarray,
+          fills: Sequence[QColor | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes to draw when there are many: the first box of each run of thin boxes that
+    touch on one lane with one colour and height, and the end of each run. Boxes are
+    taken in the order given (each lane's in time order)."""
+    span = max(float(end.max() - start.min()), 1e-300)
+    thin = (end - start) < THIN * span
+    colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
+    joins = np.zeros(len(lanes), dtype=bool)
+    joins[1:] = (thin[1:] & thin[:-1] & (lanes[1:] == lanes[:-1])
+                 & (colour[1:] == colour[:-1]) & (heights[1:] == heights[:-1])
+                 & (start[1:] <= end[:-1] + 1e-9 * span))
+    keep = np.flatnonzero(~joins)
+    return keep, np.maximum.reduceat(end, keep)
 
 
 def _rects(lanes: np.ndarray, start: np.ndarray, end: np.ndarray,

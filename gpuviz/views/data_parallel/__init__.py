@@ -1,0 +1,1 @@
+"""Lesson 8 figures: data parallelism, ZeRO and FSDP."""
