@@ -225,7 +225,19 @@ LESSONS: tuple[Lesson, ...] = (
     )),
     Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md"),
     Lesson(6, "training_memory", "Training memory and checkpointing",
-           "06-training-memory.md"),
+           "06-training-memory.md", (
+        # lesson 6 figures
+        FigureSpec(
+            "6.1", "step_memory", "Memory over one training step",
+            "One GPU training the 24-layer GPT-3 1.3B. Grey: weights, gradients and Adam "
+            "states, 16 bytes per parameter, there all the time. Orange: what the layers "
+            "keep for the backward pass; magenta on top: the logits of the loss. "
+            "<i>Try this:</i> guess the peak, press Reveal, then Play (or drag the time "
+            "slider) and find where it happens. Then tick checkpointing and play again: "
+            "a sawtooth, and a longer step.",
+            "training_memory:StepMemoryModel", "training_memory.step_memory:StepMemoryView",
+            "step-timeline", animated=True),
+    )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md"),
     Lesson(9, "tensor_pipeline", "Tensor and pipeline parallelism", "09-tensor-pipeline.md"),

@@ -150,8 +150,8 @@ def test_best_k_is_one_not_sqrt_l():
     flash = tm.checkpoint_sweep("gpt3_xl", 2048, 1, True, 1)
     assert flash.best_k == 3 != round(math.sqrt(XL.layers))
     assert flash.peaks[2] == pytest.approx(8 * 2 * 2048**2 + 4 * 2048**2 + 411_705_344)
-    for sweep in (sweep, flash):  # any k: every layer recomputed once, one extra forward
-        assert np.all(sweep.step_times == pytest.approx(sweep.step_times[0]))
+    for run in (sweep, flash):  # any k: every layer recomputed once, one extra forward
+        assert np.all(run.step_times == pytest.approx(run.step_times[0]))
     sweep = tm.checkpoint_sweep("gpt3_xl", 2048, 1, False, 24)
     assert sweep.peaks[-1] < sweep.baseline.timeline.peak
 

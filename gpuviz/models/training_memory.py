@@ -83,7 +83,7 @@ class StepMemoryModel(AnimatedModel):
                                      "bytes per layer)")
     micro_batch = Parameter(1, label="Micro-batch", unit="sequences", minimum=1, maximum=16,
                             step=1, help="Sequences of 2,048 tokens processed together")
-    progress = Parameter(100.0, label="Time in the step", unit="%", minimum=0.0,
+    progress = Parameter(0.0, label="Time in the step", unit="%", minimum=0.0,
                          maximum=100.0,
                          help="Where the playhead is: 0 is the start of the forward pass, "
                               "100 the end of the backward pass")
@@ -111,8 +111,13 @@ class StepMemoryModel(AnimatedModel):
         return StepMemory(memory, t, *parts)
 
     # --- time: the playhead is the `progress` parameter, so the slider follows Play ---
+    def baseline(self) -> mem.TrainingMemory:
+        """The same step without checkpointing."""
+        return mem.training_memory(STEP_PRESET, SEQ_LEN, self.micro_batch,
+                                   flash=self.flash_attention)
+
     def reset_state(self) -> None:
-        """Settings reset keeps the default (the whole step drawn)."""
+        """The playhead is a parameter: Reset puts it back to the start."""
 
     def rewind(self) -> None:
         self.set("progress", 0.0)
