@@ -237,6 +237,15 @@ LESSONS: tuple[Lesson, ...] = (
             "a sawtooth, and a longer step.",
             "training_memory:StepMemoryModel", "training_memory.step_memory:StepMemoryView",
             "step-timeline", animated=True),
+        FigureSpec(
+            "6.2", "layer_parameters", "Counting the parameters of a layer",
+            "Each bar is one weight matrix of a layer, or all its biases and norm gains "
+            "together, measured in d² (d × d numbers). The lower bar is the whole model, "
+            "with the dashed line at 12 L d². <i>Try this:</i> switch GPT-3 1.3B to the "
+            "Llama-style layer and cut the KV heads to 1; then pick Llama 3.1 405B and see "
+            "the share of 12 L d² climb as the embedding stops mattering.",
+            "training_memory:LayerParametersModel",
+            "training_memory.layer_parameters:LayerParametersView", "parameters"),
     )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md"),

@@ -260,10 +260,10 @@ class LayerParametersModel(FigureModel):
         cfg = out.cfg
         per_layer_d2 = out.count.per_layer / out.d2
         return {
-            "layer": Readout("One layer", out.count.per_layer, "parameters"),
+            "layer": Readout("Parameters, one layer", out.count.per_layer),
             "layer_d2": Readout("One layer", per_layer_d2, "d²"),
-            "total": Readout("Model total", out.count.total, "parameters"),
-            "twelve": Readout("12 L d²", out.twelve_l_d2, "parameters"),
+            "total": Readout("Parameters, model", out.count.total),
+            "twelve": Readout("12 L d²", out.twelve_l_d2),
             "share": Readout("12 L d² / total", 100 * out.twelve_share, "%"),
             "embeddings": Readout("Embeddings share", 100 * out.embedding_share, "%"),
             "kv": Readout("KV heads used", f"{cfg.kv_heads} of {cfg.heads} "
