@@ -246,6 +246,17 @@ LESSONS: tuple[Lesson, ...] = (
             "the share of 12 L d² climb as the embedding stops mattering.",
             "training_memory:LayerParametersModel",
             "training_memory.layer_parameters:LayerParametersView", "parameters"),
+        FigureSpec(
+            "6.3", "layer_activations", "What one layer keeps for the backward pass",
+            "One GPT-3 1.3B layer, operation by operation, each adding the tensor its "
+            "backward pass will need: orange items are measured in sbh (s tokens × b "
+            "sequences × h features, in bytes at 16 bits), magenta ones in as²b, the "
+            "score-sized matrices of the attention core. <i>Try this:</i> step to the end "
+            "and read the two totals; then tick FlashAttention and watch the magenta rows "
+            "drop out. Double the sequence length: which rows grow fourfold?",
+            "training_memory:LayerActivationsModel",
+            "training_memory.layer_activations:LayerActivationsView", "activations",
+            animated=True),
     )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md"),
