@@ -50,7 +50,8 @@ class LayerActivationsView(FigureView):
         for label, x in zip(self.header, (0.0, UNIT_X, BAR_X), strict=True):
             label.setPos(x, -0.15)
         self.bar_labels = [self.text.add(size=8, anchor=(0, 0.5)) for _ in range(n)]
-        self.total_label = self.text.add(size=10, bold=True, anchor=(0, 0.5))
+        self.total_labels = [self.text.add(size=10, bold=True, anchor=(0, 0.5))
+                             for _ in range(2)]
         self.box.addItem(self.text)
         self.add_plot(widget)
 
@@ -105,12 +106,11 @@ class LayerActivationsView(FigureView):
         for i, label in enumerate(self.bar_labels):
             label.setText(si_text(out.item_bytes[i], "B") if out.kept[i] else "")
             label.setPos(BAR_X + lengths[i] + 0.1, i + ROW / 2)
-        flash = " (FlashAttention: none kept)" if self.model.flash_attention else ""
-        self.total_label.setText(
-            f"so far: {out.sbh_so_far:g} sbh of {total_sbh:g}   +   "
-            f"{out.as2b_so_far:g} as²b of {total_as2b:g}{flash}   =   "
-            f"{si_text(out.bytes_so_far, 'B')}")
-        self.total_label.setPos(OP_WIDTH + UNIT_WIDTH + 0.2, y + 0.9)
+        flash = " (FlashAttention keeps none)" if self.model.flash_attention else ""
+        self.total_labels[0].setText(f"{out.sbh_so_far:g} of {total_sbh:g} sbh")
+        self.total_labels[1].setText(f"{out.as2b_so_far:g} of {total_as2b:g} as²b{flash}")
+        for k, label in enumerate(self.total_labels):
+            label.setPos(BAR_X, y + k * 1.0 + ROW / 2)
 
         if out.done == n:
             text = (f"The whole layer keeps {out.sbh_total:g} sbh + {out.as2b_total:g} as²b = "
