@@ -257,6 +257,16 @@ LESSONS: tuple[Lesson, ...] = (
             "training_memory:LayerActivationsModel",
             "training_memory.layer_activations:LayerActivationsView", "activations",
             animated=True),
+        FigureSpec(
+            "6.4", "checkpoint_every_k", "Checkpointing every k layers",
+            "Top: the stored memory of one step when only every k-th layer input is kept. "
+            "Yellow is those checkpoints, orange the activations of a segment rebuilt by "
+            "its recomputed forward (magenta marks) just before its backward pass. Below: "
+            "the peak and the step time for each k. <i>Try this:</i> guess the k with the "
+            "lowest peak, press Reveal, and compare it with the textbook √L ≈ 5. Then tick "
+            "FlashAttention: why does the best k move?",
+            "training_memory:CheckpointEveryKModel",
+            "training_memory.checkpoint_every_k:CheckpointEveryKView", "checkpointing"),
     )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md"),
