@@ -267,6 +267,15 @@ LESSONS: tuple[Lesson, ...] = (
             "FlashAttention: why does the best k move?",
             "training_memory:CheckpointEveryKModel",
             "training_memory.checkpoint_every_k:CheckpointEveryKView", "checkpointing"),
+        FigureSpec(
+            "6.5", "fit", "Does it fit on one GPU?",
+            "The memory one GPU needs at the peak of a step, stacked: weights (blue), "
+            "gradients (yellow), optimizer states (violet), activations (orange) and "
+            "logits (magenta), before and after the fixes. The solid line is the GPU, the "
+            "dashed one keeps 15% free. <i>Try this:</i> GPT-3 1.3B with 8 sequences does "
+            "not fit an H100: try each fix alone and read the table; which ones touch "
+            "the orange part? Then pick Llama 2 7B and find a set of fixes that fits.",
+            "training_memory:FitModel", "training_memory.fit:FitView", "fit"),
     )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md"),

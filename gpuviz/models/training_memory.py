@@ -613,16 +613,20 @@ class FitModel(FigureModel):
 
 def effect_text(label: str, delta_total: float, deltas: tuple[float, ...], on: bool) -> str:
     """What one fix does, in words: the components it shrinks or grows, or nothing."""
+    return f"{label}: {effect_phrase(delta_total, deltas, on)}"
+
+
+def effect_phrase(delta_total: float, deltas: tuple[float, ...], on: bool) -> str:
     if abs(delta_total) < 1e6 and all(abs(d) < 1e6 for d in deltas):
-        return f"{label}: changes nothing here"
+        return "changes nothing here"
     names = [name.lower() for (_, name), d in zip(COMPONENTS, deltas, strict=True)
              if abs(d) >= 1e6]
     verb = "saves" if on else "would save"
     if delta_total <= -1e6:
-        return f"{label}: {verb} {gb_text(-delta_total)} ({', '.join(names)})"
+        return f"{verb} {gb_text(-delta_total)} ({', '.join(names)})"
     if delta_total >= 1e6:
-        return f"{label}: adds {gb_text(delta_total)} ({', '.join(names)})"
-    return f"{label}: total unchanged ({', '.join(names)} move)"
+        return f"adds {gb_text(delta_total)} ({', '.join(names)})"
+    return f"same total ({', '.join(names)} move)"
 
 
 def fixes_with_effect() -> tuple[str, ...]:
