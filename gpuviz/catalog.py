@@ -269,9 +269,9 @@ LESSONS: tuple[Lesson, ...] = (
             "training_memory.checkpoint_every_k:CheckpointEveryKView", "checkpointing"),
         FigureSpec(
             "6.5", "fit", "Does it fit on one GPU?",
-            "The memory one GPU needs at the peak of a step, stacked: weights (blue), "
-            "gradients (yellow), optimizer states (violet), activations (orange) and "
-            "logits (magenta), before and after the fixes. The solid line is the GPU, the "
+            "The memory one GPU needs at the peak of a step, stacked: blue for weights, "
+            "yellow for their gradients, violet for Adam's states, orange for "
+            "activations, magenta for logits; left as set, right with the fixes. The solid line is the GPU, the "
             "dashed one keeps 15% free. <i>Try this:</i> GPT-3 1.3B with 8 sequences does "
             "not fit an H100: try each fix alone and read the table; which ones touch "
             "the orange part? Then pick Llama 2 7B and find a set of fixes that fits.",

@@ -152,8 +152,26 @@ def test_best_k_is_one_not_sqrt_l():
     assert flash.peaks[2] == pytest.approx(8 * 2 * 2048**2 + 4 * 2048**2 + 411_705_344)
     for run in (sweep, flash):  # any k: every layer recomputed once, one extra forward
         assert np.all(run.step_times == pytest.approx(run.step_times[0]))
+        assert run.step_times[0] == pytest.approx(
+            mem.training_memory("gpt3_xl", 2048, 1, policy=mem.EVERY_K,
+                                every=7).timeline.step_time)
     sweep = tm.checkpoint_sweep("gpt3_xl", 2048, 1, False, 24)
     assert sweep.peaks[-1] < sweep.baseline.timeline.peak
+
+
+@pytest.mark.parametrize("key, seq, b, flash", [
+    ("gpt3_xl", 2048, 1, False), ("gpt3_xl", 2048, 1, True), ("gpt3_xl", 512, 7, True),
+    ("llama3_8b", 8192, 2, True), ("gpt3_175b", 2048, 1, False), ("llama2_7b", 128, 3, False),
+])
+def test_closed_form_peaks_equal_the_timelines(key, seq, b, flash):
+    cfg = model(key)
+    ks = np.arange(1, cfg.layers + 1)
+    runs = [mem.training_memory(key, seq, b, flash=flash, policy=mem.EVERY_K, every=int(k))
+            for k in ks]
+    closed = mem.checkpoint_peaks(cfg.layers, runs[0].layer_bytes, runs[0].checkpoint_bytes,
+                                  mem.head_activation_bytes(cfg, seq, b),
+                                  mem.logits_bytes(cfg, seq, b), ks)
+    assert closed == pytest.approx([run.timeline.peak for run in runs], rel=1e-12)
 
 
 def test_selective_recompute_drops_the_score_matrices():

@@ -450,6 +450,23 @@ def step_timeline(layers: int, layer_bytes: float, checkpoint: float, head_bytes
                         float(array[-1, 0]), float(total[at]), float(array[at, 0]))
 
 
+def checkpoint_peaks(layers: int, layer_bytes: float, checkpoint: float, head_bytes: float,
+                     logit_bytes: float, every: np.ndarray) -> np.ndarray:
+    """The peak of `step_timeline(..., policy=EVERY_K, every=k)` for each k in `every`,
+    without building the timelines. With n = ceil(L/k) segments, the last of
+    L - (n-1)k layers, the stored bytes are largest at one of:
+      the turn:                          n C + head + logits
+      the last segment recomputed:       n C + (L - (n-1)k) A
+      any earlier segment recomputed:    (n-1) C + k A   (the latest of them, if n > 1)."""
+    k = np.clip(np.asarray(every, dtype=int), 1, layers)
+    n = -(-layers // k)
+    last = layers - (n - 1) * k
+    turn = n * checkpoint + head_bytes + logit_bytes
+    final = n * checkpoint + last * layer_bytes
+    earlier = np.where(n > 1, (n - 1) * checkpoint + k * layer_bytes, 0.0)
+    return np.maximum(turn, np.maximum(final, earlier))
+
+
 # ---------------------------------------------------------------------------------------
 # One GPU's whole budget
 # ---------------------------------------------------------------------------------------
@@ -484,12 +501,14 @@ class TrainingMemory:
         return self.states.total + self.timeline.peak
 
 
+@functools.lru_cache(maxsize=512)
 def layer_forward_flops(cfg: ModelConfig, seq: int, micro_batch: int) -> float:
     """FLOPs of one layer's forward pass over b sequences of s tokens (causal,
     FlashAttention-style), from the transformer module."""
     return tf.totals(tf.layer_ops(cfg, micro_batch, seq, "prefill"))[0]
 
 
+@functools.lru_cache(maxsize=512)
 def attention_core_share(cfg: ModelConfig, seq: int, micro_batch: int) -> float:
     """The attention core's share of a layer's forward FLOPs: what selective
     recomputation runs again."""
@@ -497,6 +516,7 @@ def attention_core_share(cfg: ModelConfig, seq: int, micro_batch: int) -> float:
     return core / layer_forward_flops(cfg, seq, micro_batch)
 
 
+@functools.lru_cache(maxsize=512)
 def head_forward_time(cfg: ModelConfig, seq: int, micro_batch: int) -> float:
     """The output layer's forward (logits for every token) in layer-forward units."""
     head = tf.totals(tf.head_ops(cfg, micro_batch, seq, "prefill", all_logits=True))[0]

@@ -385,15 +385,19 @@ class CheckpointSweep:
 @functools.lru_cache(maxsize=64)
 def checkpoint_sweep(preset: str, seq: int, micro_batch: int, flash: bool, every: int
                      ) -> CheckpointSweep:
+    """The chosen k's full timeline, and the peak of every k from the closed form
+    (memory.checkpoint_peaks, tested equal to the timelines' peaks)."""
     cfg = model(preset)
-    runs = [mem.training_memory(preset, seq, micro_batch, flash=flash, policy=mem.EVERY_K,
-                                every=k) for k in range(1, cfg.layers + 1)]
-    peaks = np.array([run.timeline.peak for run in runs])
-    times = np.array([run.timeline.step_time for run in runs])
+    run = mem.training_memory(preset, seq, micro_batch, flash=flash, policy=mem.EVERY_K,
+                              every=every)
+    baseline = mem.training_memory(preset, seq, micro_batch, flash=flash)
     ks = np.arange(1, cfg.layers + 1)
-    return CheckpointSweep(runs[every - 1],
-                           mem.training_memory(preset, seq, micro_batch, flash=flash), ks,
-                           peaks, times, int(ks[np.argmin(peaks)]))
+    peaks = mem.checkpoint_peaks(cfg.layers, run.layer_bytes, run.checkpoint_bytes,
+                                 mem.head_activation_bytes(cfg, seq, micro_batch),
+                                 mem.logits_bytes(cfg, seq, micro_batch), ks)
+    # Every layer is recomputed once, whatever k: the step time is the same for all.
+    times = np.full(len(ks), run.timeline.step_time)
+    return CheckpointSweep(run, baseline, ks, peaks, times, int(ks[np.argmin(peaks)]))
 
 
 class CheckpointEveryKModel(FigureModel):

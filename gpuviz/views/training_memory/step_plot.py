@@ -3,16 +3,19 @@
 Stacked filled areas over a time axis (layer-forward units): an optional grey band of
 model states, then yellow checkpoints, orange activations and magenta logits; magenta
 marks under the axis for the recomputed forward passes, a playhead and a peak marker.
-Areas are Qt path items (one path per area, rebuilt only when the data change); the band
-and the marks are one CellGrid. When gpuviz.core gets its timeline helper (lanes of boxes
-on a time axis, lesson 8), the marks and the playhead move onto it.
+Areas are Qt path items (one path per area, rebuilt only when the step changes); the band
+and the marks are one CellGrid. While a step plays, the part not yet played lies under a
+translucent curtain: a frame moves one rectangle and the playhead, no path is rebuilt.
+When gpuviz.core gets its timeline helper (lanes of boxes on a time axis, lesson 8), the
+marks and the playhead move onto it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QPen
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QGraphicsRectItem
 
 from gpuviz import theme
 from gpuviz.core.log_axes import nice_ceiling
@@ -22,23 +25,6 @@ from gpuviz.models import memory as mem
 
 AREAS = (("checkpoints", "onchip"), ("activations", "memory"), ("logits", "highlight"))
 MARK_SHARE = 0.035  # height of the recompute marks under the axis, share of the y range
-
-
-def clip_series(t: np.ndarray, values: list[np.ndarray], until: float
-                ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The vertices up to time `until`, ending with the interpolated point there."""
-    keep = t <= until
-    if keep.all():
-        return t, values
-    n = int(keep.sum())
-    t_end = np.append(t[:n], until)
-    out = []
-    for v in values:
-        last = v[n - 1] if n else v[0]
-        if 0 < n < len(t) and t[n] > t[n - 1]:
-            last = v[n - 1] + (until - t[n - 1]) / (t[n] - t[n - 1]) * (v[n] - v[n - 1])
-        out.append(np.append(v[:n], last))
-    return t_end, out
 
 
 class StepMemoryPlot:
@@ -58,6 +44,13 @@ class StepMemoryPlot:
             area.setBrush(brush(role, 200))
             self.item.addItem(area)
             self.areas.append(area)
+        curtain = QColor(theme.current().background)
+        curtain.setAlpha(225)
+        self.curtain = QGraphicsRectItem()
+        self.curtain.setPen(QPen(Qt.NoPen))
+        self.curtain.setBrush(curtain)
+        self.curtain.setVisible(False)
+        self.item.addItem(self.curtain)
         self.playhead = Segment(pen("text", 1.5, Qt.DashLine))
         self.item.addItem(self.playhead)
         self.peak_dot = Dots(self.item, 1, 12, theme.color("highlight"), pen("text", 1.5))
@@ -71,7 +64,8 @@ class StepMemoryPlot:
         self._data: tuple | None = None
         self._y_max = 0.0
         self._x_max = 0.0
-        self._until = None
+        self._timeline = None
+        self._base = 0.0
 
     def set_step(self, timeline: mem.StepTimeline, states: float, y_max_bytes: float,
                  until: float | None = None, show_peak: bool = True) -> None:
@@ -87,11 +81,18 @@ class StepMemoryPlot:
             self.labels.set_bounds(QRectF(0, -y_max, x_max, 2 * y_max))
             self.phase_labels[0].setPos(timeline.turn / 2, 0.0)
             self.phase_labels[1].setPos((timeline.turn + x_max) / 2, 0.0)
-        end = x_max if until is None else until
-        key = (id(timeline), base, end, y_max)
+        key = (id(timeline), base, y_max)
         if key != self._data:
             self._data = key
-            self._draw(timeline, base, end, y_max, scale)
+            self._timeline = timeline  # keeps the id above from being reused
+            self._draw(timeline, base, y_max, scale)
+        end = x_max if until is None else until
+        self._base = base
+        if until is None or until >= x_max:
+            self.curtain.setVisible(False)
+        else:
+            self.curtain.setRect(QRectF(until, base, x_max * 1.02 - until, y_max - base))
+            self.curtain.setVisible(True)
         if self.with_states:
             self.states_label.setText(f"model states {states * scale:,.1f} GB")
             self.states_label.setPos(0.01 * x_max, base)
@@ -101,10 +102,9 @@ class StepMemoryPlot:
         self.peak_label.setText(f"peak {peak_y:,.2f} GB" if shown else "")
         self.peak_label.setPos(timeline.peak_time, peak_y)
 
-    def _draw(self, timeline: mem.StepTimeline, base: float, end: float, y_max: float,
+    def _draw(self, timeline: mem.StepTimeline, base: float, y_max: float,
               scale: float) -> None:
-        t, (c, a, g) = clip_series(timeline.t, [timeline.checkpoints, timeline.activations,
-                                                timeline.logits], end)
+        t, c, a, g = timeline.t, timeline.checkpoints, timeline.activations, timeline.logits
         lower = np.full(len(t), base)
         for area, part in zip(self.areas, (c, a, g), strict=True):
             upper = lower + part * scale
@@ -120,9 +120,8 @@ class StepMemoryPlot:
             fills.append(theme.color("neutral", 150))
         height = MARK_SHARE * y_max
         for start, stop in timeline.recompute:
-            if start < end:
-                rects.append((start, -1.3 * height, min(stop, end) - start, height))
-                fills.append(theme.color("highlight"))
+            rects.append((start, -1.3 * height, stop - start, height))
+            fills.append(theme.color("highlight"))
         self.band.set_cells(np.array(rects, dtype=float).reshape(-1, 4), fills)
 
     def set_playhead(self, t: float | None) -> None:
