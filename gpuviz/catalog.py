@@ -270,11 +270,12 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "6.5", "fit", "Does it fit on one GPU?",
             "The memory one GPU needs at the peak of a step, stacked: blue for weights, "
-            "yellow for their gradients, violet for Adam's states, orange for "
-            "activations, magenta for logits; left as set, right with the fixes. The solid line is the GPU, the "
-            "dashed one keeps 15% free. <i>Try this:</i> GPT-3 1.3B with 8 sequences does "
-            "not fit an H100: try each fix alone and read the table; which ones touch "
-            "the orange part? Then pick Llama 2 7B and find a set of fixes that fits.",
+            "yellow for their gradients, violet for optimizer states, orange for "
+            "activations, magenta for logits; left as set, right with the fixes. The "
+            "solid line is the GPU, the dashed one keeps 15% free. <i>Try this:</i> "
+            "GPT-3 1.3B with 8 sequences does not fit an H100: try each fix alone and "
+            "read the table; which ones touch the orange part? Then pick Llama 2 7B and "
+            "find a set of fixes that fits.",
             "training_memory:FitModel", "training_memory.fit:FitView", "fit"),
     )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),

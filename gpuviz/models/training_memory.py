@@ -433,10 +433,12 @@ class CheckpointEveryKModel(FigureModel):
         best = out.best_k
         sqrt_l = math.sqrt(len(out.ks))
         verdict = "right" if self.guess_k == best else f"off by {abs(self.guess_k - best)}"
+        floor = (" The logits held at the turn set a floor, so the first few layers per "
+                 "segment come free." if best > 1 else "")
         return (f"The lowest peak is at k = {best} ({gb_text(out.peaks[best - 1])} stored), "
                 f"not at √L ≈ {sqrt_l:.1f}: a checkpoint ({gb_text(out.memory.checkpoint_bytes)})"
                 f" is far smaller than a layer's activations "
-                f"({gb_text(out.memory.layer_bytes)}). Your guess is {verdict}.")
+                f"({gb_text(out.memory.layer_bytes)}).{floor} Your guess is {verdict}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

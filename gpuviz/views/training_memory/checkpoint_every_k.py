@@ -54,7 +54,7 @@ class CheckpointEveryKView(FigureView):
         self.peak_text = TextLayer(QRectF(0, 0, layers + 1, 1), keep_inside=True)
         self.no_ckpt_label = self.peak_text.add(size=9, anchor=(1, 1.0))
         self.best_label = self.peak_text.add(role="highlight", size=9, bold=True,
-                                             anchor=(0, 1.0))
+                                             anchor=(0, 0))
         self.peak_plot.getPlotItem().addItem(self.peak_text)
         self.time_bars = CellGrid()
         self.time_plot.getPlotItem().addItem(self.time_bars)
@@ -101,8 +101,9 @@ class CheckpointEveryKView(FigureView):
         self.no_ckpt_label.setText(f"no checkpointing {no_ckpt:,.1f} GB")
         self.no_ckpt_label.setPos(layers + 0.6, no_ckpt)
         best_peak = out.peaks[out.best_k - 1] * scale
-        self.best_label.setText(f"best k = {out.best_k}" if revealed else "")
-        self.best_label.setPos(out.best_k - 0.3, best_peak)
+        self.best_label.setText(f"best k = {out.best_k}: {best_peak:,.2f} GB" if revealed
+                                else "")
+        self.best_label.setPos(0.5, peak_max)
 
         percent = 100 * out.step_times / base.timeline.step_time
         trects = np.column_stack([out.ks - BAR / 2, np.zeros(layers), np.full(layers, BAR),
