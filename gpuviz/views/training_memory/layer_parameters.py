@@ -77,7 +77,10 @@ class LayerParametersView(FigureView):
         d2 = out.d2
         counts = {block.name: block.count / d2 for block in out.blocks}
         heights = np.array([counts.get(name, 0.0) for name in SLOTS])
-        y_max = nice_ceiling(max(heights.max(), 4.0) * 1.2)
+        # Fixed for the widest MLP the slider allows: a range that moved with the width
+        # would redraw the axis on every step of the slider.
+        ratio_max = self.model.parameter("mlp_ratio").maximum
+        y_max = nice_ceiling(max(heights.max(), ratio_max) * 1.2)
         item = self.plot.getPlotItem()
         if y_max != self._y_max:
             self._y_max = y_max
