@@ -46,7 +46,7 @@ class FitView(FigureView):
         self.part_labels = [self.text.add(role=role, size=9, bold=True, anchor=(0, 0.5))
                             for role in COMPONENT_ROLES]
         self.capacity_label = self.text.add(size=9, bold=True, anchor=(1, 1.0))
-        self.usable_label = self.text.add(size=9, anchor=(1, 1.0))
+        self.usable_label = self.text.add(size=9, anchor=(1, 0.0))  # under its line
         self.total_labels = [self.text.add(size=9, bold=True, anchor=(0.5, 1.0))
                              for _ in BARS]
         item.addItem(self.text)
