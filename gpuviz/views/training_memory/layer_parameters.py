@@ -35,7 +35,7 @@ class LayerParametersView(FigureView):
         self.controls.add("mlp_ratio")
         self.controls.add("kv_heads")
 
-        self.plot = plot_widget("", "Parameters (units of d²)")
+        self.plot = plot_widget("Weights of one layer", "Parameters (units of d²)")
         item = self.plot.getPlotItem()
         item.showGrid(x=False, y=True, alpha=0.25)
         item.setXRange(-0.6, len(SLOTS) - 0.4, padding=0)
