@@ -225,7 +225,59 @@ LESSONS: tuple[Lesson, ...] = (
     )),
     Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md"),
     Lesson(6, "training_memory", "Training memory and checkpointing",
-           "06-training-memory.md"),
+           "06-training-memory.md", (
+        # lesson 6 figures
+        FigureSpec(
+            "6.1", "step_memory", "Memory over one training step",
+            "One GPU training the 24-layer GPT-3 1.3B. Grey: weights, gradients and Adam "
+            "states, 16 bytes per parameter, there all the time. Orange: what the layers "
+            "keep for the backward pass; magenta on top: the logits of the loss. "
+            "<i>Try this:</i> guess the peak, press Reveal, then Play (or drag the time "
+            "slider) and find where it happens. Then tick checkpointing and play again: "
+            "a sawtooth, and a longer step.",
+            "training_memory:StepMemoryModel", "training_memory.step_memory:StepMemoryView",
+            "step-timeline", animated=True),
+        FigureSpec(
+            "6.2", "layer_parameters", "Counting the parameters of a layer",
+            "Each bar is one weight matrix of a layer, or all its biases and norm gains "
+            "together, measured in d² (d × d numbers). The lower bar is the whole model, "
+            "with the dashed line at 12 L d². <i>Try this:</i> switch GPT-3 1.3B to the "
+            "Llama-style layer and cut the KV heads to 1; then pick Llama 3.1 405B and see "
+            "the share of 12 L d² climb as the embedding stops mattering.",
+            "training_memory:LayerParametersModel",
+            "training_memory.layer_parameters:LayerParametersView", "parameters"),
+        FigureSpec(
+            "6.3", "layer_activations", "What one layer keeps for the backward pass",
+            "One GPT-3 1.3B layer, operation by operation, each adding the tensor its "
+            "backward pass will need: orange items are measured in sbh (s tokens × b "
+            "sequences × h features, in bytes at 16 bits), magenta ones in as²b, the "
+            "score-sized matrices of the attention core. <i>Try this:</i> step to the end "
+            "and read the two totals; then tick FlashAttention and watch the magenta rows "
+            "drop out. Double the sequence length: which rows grow fourfold?",
+            "training_memory:LayerActivationsModel",
+            "training_memory.layer_activations:LayerActivationsView", "activations",
+            animated=True),
+        FigureSpec(
+            "6.4", "checkpoint_every_k", "Checkpointing every k layers",
+            "Top: the stored memory of one step when only every k-th layer input is kept. "
+            "Yellow is those checkpoints, orange the activations of a segment rebuilt by "
+            "its recomputed forward (magenta marks) just before its backward pass. Below: "
+            "the peak and the step time for each k. <i>Try this:</i> guess the k with the "
+            "lowest peak, press Reveal, and compare it with the textbook √L ≈ 5. Then tick "
+            "FlashAttention: why does the best k move?",
+            "training_memory:CheckpointEveryKModel",
+            "training_memory.checkpoint_every_k:CheckpointEveryKView", "checkpointing"),
+        FigureSpec(
+            "6.5", "fit", "Does it fit on one GPU?",
+            "The memory one GPU needs at the peak of a step, stacked: blue for weights, "
+            "yellow for their gradients, violet for optimizer states, orange for "
+            "activations, magenta for logits; left as set, right with the fixes. The "
+            "solid line is the GPU, the dashed one keeps 15% free. <i>Try this:</i> "
+            "GPT-3 1.3B with 8 sequences does not fit an H100: try each fix alone and "
+            "read the table; which ones touch the orange part? Then pick Llama 2 7B and "
+            "find a set of fixes that fits.",
+            "training_memory:FitModel", "training_memory.fit:FitView", "fit"),
+    )),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md", (
         # lesson 8 figures

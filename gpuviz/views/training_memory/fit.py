@@ -1,0 +1,130 @@
+"""Figure 6.5: does a training run fit one GPU? Stacked bars against the GPU's memory and
+a list of fixes, each saying what it shrinks."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QLabel
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import TextTable
+from gpuviz.models.training_memory import COMPONENTS, FIXES, effect_phrase, gb_text
+
+# Weights blue, gradients yellow, optimizer states violet, activations orange, logits
+# magenta.
+COMPONENT_ROLES = ("compute", "onchip", "idle", "memory", "highlight")
+BARS = ("as set", "with the fixes")
+BAR = 0.5
+
+
+class FitView(FigureView):
+    def build(self) -> None:
+        for name in ("preset", "gpu", "seq_len", "micro_batch", "precision", "optimizer"):
+            self.controls.add(name)
+        self.controls.add_widget(QLabel("<b>Fixes</b>"))
+        for name in ("fix_flash", "fix_checkpoint", "fix_half_batch", "fix_8bit", "fix_bf16",
+                     "zero_stage", "gpus"):
+            self.controls.add(name)
+
+        self.plot = plot_widget("", "Memory of one GPU (GB)")
+        item = self.plot.getPlotItem()
+        item.showGrid(x=False, y=True, alpha=0.25)
+        item.setXRange(-0.5, 2.4, padding=0)
+        item.getAxis("bottom").setTicks([[(i, name) for i, name in enumerate(BARS)]])
+        self.bars = CellGrid(font_size=8)
+        item.addItem(self.bars)
+        self.capacity = Segment(pen("text", 2.5))
+        self.usable = Segment(pen("text", 1.5, Qt.DashLine))
+        item.addItem(self.capacity)
+        item.addItem(self.usable)
+        self.text = TextLayer(QRectF(-0.5, 0, 3, 100), keep_inside=True)
+        self.part_labels = [self.text.add(role=role, size=9, bold=True, anchor=(0, 0.5))
+                            for role in COMPONENT_ROLES]
+        self.capacity_label = self.text.add(size=9, bold=True, anchor=(1, 1.0))
+        self.usable_label = self.text.add(size=9, anchor=(1, 0.0))  # under its line
+        self.total_labels = [self.text.add(size=9, bold=True, anchor=(0.5, 1.0))
+                             for _ in BARS]
+        item.addItem(self.text)
+        self._y_max = 0.0
+        self.add_plot(self.plot, 3)
+        self.table = TextTable(("Fix", "What it shrinks", "Effect now"), len(FIXES),
+                               "What each fix changes")
+        self.add_plot(self.table, 0)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        scale = 1e-9
+        budgets = (out.before, out.after)
+        top = max(out.before.total, out.capacity) * scale
+        y_max = nice_ceiling(top * 1.1)
+        item = self.plot.getPlotItem()
+        if y_max != self._y_max:
+            self._y_max = y_max
+            item.setYRange(0, y_max, padding=0)
+            self.text.set_bounds(QRectF(-0.5, 0, 3, y_max))
+        rects, fills = [], []
+        for x, budget in enumerate(budgets):
+            parts = np.array(budget.parts) * scale
+            bottoms = np.concatenate([[0.0], np.cumsum(parts)[:-1]])
+            for role, bottom, height in zip(COMPONENT_ROLES, bottoms, parts, strict=True):
+                rects.append((x - BAR / 2, bottom, BAR, height))
+                fills.append(theme.color(role))
+            self.total_labels[x].setText(gb_text(budget.total))
+            self.total_labels[x].setPos(x, parts.sum())
+        self.bars.set_cells(np.array(rects), fills)
+        after = np.array(out.after.parts) * scale
+        bottoms = np.concatenate([[0.0], np.cumsum(after)[:-1]])
+        for (_, name), label, bottom, height in zip(COMPONENTS, self.part_labels, bottoms,
+                                                    after, strict=True):
+            label.setText(f"{name} {gb_text(height / scale)}")
+            label.setPos(1 + BAR / 2 + 0.05, bottom + height / 2)
+        # Labels of thin parts would overlap: spread them at least a line apart.
+        self._spread(self.part_labels, y_max)
+        pixel = item.getViewBox().viewPixelSize()
+        capacity, usable = out.capacity * scale, out.usable * scale
+        self.capacity.set_line(-0.5, capacity, 2.4, capacity, pixel)
+        self.usable.set_line(-0.5, usable, 2.4, usable, pixel)
+        self.capacity_label.setText(f"{self.model_gpu_name()} {capacity:,.0f} GB")
+        self.capacity_label.setPos(2.35, capacity)
+        self.usable_label.setText(f"85%: {usable:,.0f} GB")
+        self.usable_label.setPos(2.35, usable)
+
+        rows = []
+        for key, label, shrinks, delta, deltas in out.effects:
+            on = self.model.fix_is_on(key)
+            color = theme.color("text") if on else theme.color("neutral")
+            rows.append(([("✓ " if on else "   ") + label, shrinks,
+                          effect_phrase(delta, deltas, on)], color))
+        self.table.set_rows(rows)
+
+        total = out.after.total
+        if out.fits:
+            self.message.show_message(
+                f"It fits: {gb_text(total)} of {gb_text(out.capacity)}, leaving "
+                f"{100 * (1 - total / out.capacity):.0f}% free.")
+        elif total <= out.capacity:
+            self.message.show_message(
+                f"{gb_text(total)} is under {gb_text(out.capacity)} but inside the 15% "
+                f"margin: fragmentation and workspaces would likely push it over.", True)
+        else:
+            self.message.show_message(
+                f"Does not fit: {gb_text(total)} needed, {gb_text(out.capacity)} on the "
+                f"GPU. Tick fixes in the list.", True)
+
+    def model_gpu_name(self) -> str:
+        from gpuviz.data.hardware import gpu
+
+        return gpu(self.model.gpu).short_name
+
+    def _spread(self, labels: list, y_max: float) -> None:
+        gap = 0.045 * y_max
+        last = -np.inf
+        for label in labels:
+            y = max(label.y, last + gap)
+            label.setPos(label.x, y)
+            last = y

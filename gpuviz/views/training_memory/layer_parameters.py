@@ -1,0 +1,136 @@
+"""Figure 6.2: the parameters of one layer in units of d², and the model total against
+12 L d²."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
+from gpuviz.core.text import TextLayer, rich_text
+from gpuviz.models.roofline import si_text
+
+# Fixed slots, so the axis never re-lays out: a GPT layer leaves the gate slot empty.
+SLOTS = ("wq", "wk", "wv", "wo", "gate", "up", "down", "small")
+SLOT_LABELS = ("Q", "K", "V", "O", "MLP gate", "MLP up", "MLP down", "biases +\nnorms")
+BAR_WIDTH = 0.7
+TOTAL_PARTS = (("layers", "layers"), ("token", "token embedding"),
+               ("position", "positions"), ("output", "output matrix"),
+               ("final", "final norm"))
+TOTAL_SERIES = (4, 6, 3, 5, 2)  # Okabe-Ito colours of TOTAL_PARTS
+
+
+def slot_series(name: str) -> int:
+    """Okabe-Ito index: attention sky blue, MLP green, the small vectors purple."""
+    return 1 if name in ("wq", "wk", "wv", "wo") else (2 if name != "small" else 6)
+
+
+class LayerParametersView(FigureView):
+    def build(self) -> None:
+        self.controls.add("preset")
+        self.controls.add("style", style="buttons")
+        self.controls.add("mlp_ratio")
+        self.controls.add("kv_heads")
+
+        self.plot = plot_widget("Weights of one layer", "Parameters (units of d²)")
+        item = self.plot.getPlotItem()
+        item.showGrid(x=False, y=True, alpha=0.25)
+        item.setXRange(-0.6, len(SLOTS) - 0.4, padding=0)
+        item.getAxis("bottom").setTicks([[(i, label.replace("\n", " "))
+                                          for i, label in enumerate(SLOT_LABELS)]])
+        self.bars = CellGrid()
+        item.addItem(self.bars)
+        self.values = TextLayer(QRectF(-1, 0, len(SLOTS) + 1, 20), keep_inside=True)
+        self.value_labels = [self.values.add(size=9, anchor=(0.5, 1.0)) for _ in SLOTS]
+        self.layer_label = self.values.add(size=10, bold=True, anchor=(1, 0))
+        item.addItem(self.values)
+        self._y_max = 0.0
+        self.add_plot(self.plot, 3)
+
+        self.total_plot = plot_widget("Parameters of the whole model (billions)")
+        titem = self.total_plot.getPlotItem()
+        titem.showGrid(x=True, y=False, alpha=0.25)
+        titem.getAxis("left").setTicks([[(0.0, "model")]])
+        titem.setYRange(-0.9, 1.3, padding=0)
+        self.total_bars = CellGrid(font_size=8)
+        titem.addItem(self.total_bars)
+        self.twelve = Segment(pen("highlight", 2.0, Qt.DashLine))
+        titem.addItem(self.twelve)
+        self.total_text = TextLayer(QRectF(0, -1, 1e4, 3), keep_inside=True)
+        self.twelve_label = self.total_text.add(role="highlight", size=9, bold=True,
+                                                anchor=(1, 1.0))
+        self.parts_label = self.total_text.add(size=9, anchor=(0, 0))
+        titem.addItem(self.total_text)
+        legend = "&nbsp;&nbsp;".join(
+            f"<span style='color:{theme.series(index).name()}'>■</span>&nbsp;{name}"
+            for index, (_, name) in zip(TOTAL_SERIES, TOTAL_PARTS, strict=True))
+        self.total_legend = rich_text(legend, size=9, anchor=(0, 0))
+        titem.getViewBox().addItem(self.total_legend, ignoreBounds=True)
+        self._x_max = 0.0
+        self.add_plot(self.total_plot, 1)
+
+    def refresh(self) -> None:
+        out = self.model.out
+        d2 = out.d2
+        counts = {block.name: block.count / d2 for block in out.blocks}
+        heights = np.array([counts.get(name, 0.0) for name in SLOTS])
+        # Fixed for the widest MLP the slider allows: a range that moved with the width
+        # would redraw the axis on every step of the slider.
+        ratio_max = self.model.parameter("mlp_ratio").maximum
+        y_max = nice_ceiling(max(heights.max(), ratio_max) * 1.2)
+        item = self.plot.getPlotItem()
+        if y_max != self._y_max:
+            self._y_max = y_max
+            item.setYRange(0, y_max, padding=0)
+            self.values.set_bounds(QRectF(-1, 0, len(SLOTS) + 1, y_max))
+        rects = np.column_stack([np.arange(len(SLOTS)) - BAR_WIDTH / 2, np.zeros(len(SLOTS)),
+                                 np.full(len(SLOTS), BAR_WIDTH), heights])
+        self.bars.set_cells(rects, [theme.series(slot_series(name)) for name in SLOTS])
+        for i, (label, height, name) in enumerate(zip(self.value_labels, heights, SLOTS,
+                                                      strict=True)):
+            label.setText(_d2_text(height) if name in counts else "")
+            label.setPos(i, height)
+        per_layer = out.count.per_layer / d2
+        cfg = out.cfg
+        self.layer_label.setText(f"one layer = {per_layer:,.3f} d²  (d = {cfg.hidden:,}, "
+                                 f"{cfg.attention_kind}, f = {cfg.intermediate:,})")
+        self.layer_label.setPos(len(SLOTS) - 0.5, y_max)
+
+        count = out.count
+        parts = [count.layers, count.token_embedding, count.position_embedding, count.output,
+                 count.final_norm]
+        billions = np.array(parts, dtype=float) / 1e9
+        starts = np.concatenate([[0.0], np.cumsum(billions)[:-1]])
+        x_max = nice_ceiling(count.total / 1e9 * 1.08)
+        titem = self.total_plot.getPlotItem()
+        if x_max != self._x_max:
+            self._x_max = x_max
+            titem.setXRange(0, x_max, padding=0)
+        rects = np.column_stack([starts, np.full(5, -0.35), billions, np.full(5, 0.7)])
+        fills = [theme.series(index) for index in TOTAL_SERIES]
+        self.total_bars.set_cells(rects, fills)
+        twelve = out.twelve_l_d2 / 1e9
+        self.twelve.set_line(twelve, -0.6, twelve, 0.6, titem.getViewBox().viewPixelSize())
+        self.twelve_label.setText(f"12 L d² = {100 * out.twelve_share:.1f}% of the total")
+        self.twelve_label.setPos(twelve, 0.6)
+        names = [f"{name} {si_text(value, '')}" for (_, name), value
+                 in zip(TOTAL_PARTS, parts, strict=True) if value]
+        self.parts_label.setText(" · ".join(names))
+        self.parts_label.setPos(0.0, -0.55)
+        self.total_legend.setPos(0.0, 1.3)
+
+        if out.embedding_share > 0.05:
+            text = (f"The embeddings hold {100 * out.embedding_share:.1f}% of the "
+                    f"{count.total:,} parameters: for a model this small, 12 L d² "
+                    f"misses them.")
+        else:
+            text = (f"The layers hold almost everything: 12 L d² is "
+                    f"{100 * out.twelve_share:.1f}% of the {count.total:,} parameters.")
+        self.message.show_message(text)
+
+
+def _d2_text(value: float) -> str:
+    return f"{value:.3f}" if 0 < value < 0.1 else f"{value:.2f}"

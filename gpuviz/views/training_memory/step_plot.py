@@ -1,0 +1,133 @@
+"""The memory of one training step against time, shared by figures 6.1 and 6.4.
+
+Stacked filled areas over a time axis (layer-forward units): an optional grey band of
+model states, then yellow checkpoints, orange activations and magenta logits; magenta
+marks under the axis for the recomputed forward passes, a playhead and a peak marker.
+Areas are Qt path items (one path per area, rebuilt only when the step changes); the band
+and the marks are one CellGrid. While a step plays, the part not yet played lies under a
+translucent curtain: a frame moves one rectangle and the playhead, no path is rebuilt.
+When gpuviz.core gets its timeline helper (lanes of boxes on a time axis, lesson 8), the
+marks and the playhead move onto it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QGraphicsRectItem
+
+from gpuviz import theme
+from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.plots import CellGrid, Curve, Dots, Segment, brush, pen, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.models import memory as mem
+
+AREAS = (("checkpoints", "onchip"), ("activations", "memory"), ("logits", "highlight"))
+MARK_SHARE = 0.035  # height of the recompute marks under the axis, share of the y range
+
+
+class StepMemoryPlot:
+    """A plot of stored memory over one step; `set_step` draws it, `set_playhead` moves
+    the playhead (and how much of the step is drawn)."""
+
+    def __init__(self, with_states: bool, y_label: str = "Memory (GB)") -> None:
+        self.widget = plot_widget("Time in the step (one layer's forward pass = 1)", y_label)
+        self.item = self.widget.getPlotItem()
+        self.item.showGrid(x=False, y=True, alpha=0.25)
+        self.with_states = with_states
+        self.band = CellGrid(font_size=8)  # model-state band and recompute marks
+        self.item.addItem(self.band)
+        self.areas = []
+        for _, role in AREAS:
+            area = Curve(QPen(Qt.NoPen))  # an outline would run along the area below
+            area.setBrush(brush(role, 200))
+            self.item.addItem(area)
+            self.areas.append(area)
+        curtain = QColor(theme.current().background)
+        curtain.setAlpha(225)
+        self.curtain = QGraphicsRectItem()
+        self.curtain.setPen(QPen(Qt.NoPen))
+        self.curtain.setBrush(curtain)
+        self.curtain.setVisible(False)
+        self.item.addItem(self.curtain)
+        self.playhead = Segment(pen("text", 1.5, Qt.DashLine))
+        self.item.addItem(self.playhead)
+        self.peak_dot = Dots(self.item, 1, 12, theme.color("highlight"), pen("text", 1.5))
+        self.labels = TextLayer(QRectF(0, 0, 1, 1), keep_inside=True)
+        self.peak_label = self.labels.add(role="text", size=9, bold=True, anchor=(0.5, 1.1))
+        self.states_label = self.labels.add(role="text", size=9, anchor=(0, 1.0))
+        self.phase_labels = [self.labels.add(text, role="text", size=9,
+                                             anchor=(0.5, 1.0))
+                             for text in ("forward →", "← backward")]
+        self.item.addItem(self.labels)
+        self._data: tuple | None = None
+        self._y_max = 0.0
+        self._x_max = 0.0
+        self._timeline = None
+        self._base = 0.0
+
+    def set_step(self, timeline: mem.StepTimeline, states: float, y_max_bytes: float,
+                 until: float | None = None, show_peak: bool = True) -> None:
+        """Draw `timeline` (bytes) over a band of `states` bytes, up to time `until`."""
+        scale = 1 / mem.GB
+        base = states * scale if self.with_states else 0.0
+        y_max = nice_ceiling(y_max_bytes * scale * 1.08)
+        x_max = timeline.step_time
+        if (y_max, x_max) != (self._y_max, self._x_max):
+            self._y_max, self._x_max = y_max, x_max
+            self.item.setYRange(-MARK_SHARE * 1.6 * y_max, y_max, padding=0)
+            self.item.setXRange(0, x_max, padding=0.01)
+            self.labels.set_bounds(QRectF(0, -y_max, x_max, 2 * y_max))
+            self.phase_labels[0].setPos(timeline.turn / 2, 0.0)
+            self.phase_labels[1].setPos((timeline.turn + x_max) / 2, 0.0)
+        key = (id(timeline), base, y_max)
+        if key != self._data:
+            self._data = key
+            self._timeline = timeline  # keeps the id above from being reused
+            self._draw(timeline, base, y_max, scale)
+        end = x_max if until is None else until
+        self._base = base
+        if until is None or until >= x_max:
+            self.curtain.setVisible(False)
+        else:
+            self.curtain.setRect(QRectF(until, base, x_max * 1.02 - until, y_max - base))
+            self.curtain.setVisible(True)
+        if self.with_states:
+            self.states_label.setText(f"model states {states * scale:,.1f} GB")
+            self.states_label.setPos(0.01 * x_max, base)
+        shown = show_peak and timeline.peak_time <= end + 1e-9
+        peak_y = base + timeline.peak * scale
+        self.peak_dot.set_points([timeline.peak_time if shown else np.nan], [peak_y])
+        self.peak_label.setText(f"peak {peak_y:,.2f} GB" if shown else "")
+        self.peak_label.setPos(timeline.peak_time, peak_y)
+
+    def _draw(self, timeline: mem.StepTimeline, base: float, y_max: float,
+              scale: float) -> None:
+        t, c, a, g = timeline.t, timeline.checkpoints, timeline.activations, timeline.logits
+        lower = np.full(len(t), base)
+        for area, part in zip(self.areas, (c, a, g), strict=True):
+            upper = lower + part * scale
+            if len(t) > 1 and np.any(upper > lower):
+                area.set_data(np.concatenate([t, t[::-1]]),
+                              np.concatenate([upper, lower[::-1]]))
+            else:
+                area.set_data([], [])
+            lower = upper
+        rects, fills = [], []
+        if self.with_states:
+            rects.append((0.0, 0.0, timeline.step_time, base))
+            fills.append(theme.color("neutral", 150))
+        height = MARK_SHARE * y_max
+        for start, stop in timeline.recompute:
+            rects.append((start, -1.3 * height, stop - start, height))
+            fills.append(theme.color("highlight"))
+        self.band.set_cells(np.array(rects, dtype=float).reshape(-1, 4), fills)
+
+    def set_playhead(self, t: float | None) -> None:
+        if t is None:
+            self.playhead.setVisible(False)
+            return
+        self.playhead.setVisible(True)
+        self.playhead.set_line(t, -MARK_SHARE * 1.6 * self._y_max, t, self._y_max,
+                               self.item.getViewBox().viewPixelSize())
