@@ -33,15 +33,13 @@ from gpuviz.core.model import FigureModel, Parameter, PlayheadModel, Readout
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
+from gpuviz.models.memory import ModelStates, model_state_bytes
 from gpuviz.models.roofline import time_readout, time_text
 from gpuviz.models.schedule import Schedule, Task, schedule
 
 GB = 1e9
 MB = 1e6
 GRAD_BYTES = 2  # bf16 gradients and weights on the wire
-# Bytes per parameter of mixed-precision Adam: 16-bit weights, 16-bit gradients, and fp32
-# master weights + momentum + variance (ZeRO paper, section 3).
-WEIGHT_BYTES, GRADIENT_BYTES, OPTIMIZER_BYTES = 2, 2, 12
 BACKWARD_FLOPS_PER_PARAM_TOKEN = 4
 FORWARD_FLOPS_PER_PARAM_TOKEN = 2
 
@@ -72,33 +70,15 @@ STAGES = ("ddp", "zero1", "zero2", "zero3")
 STAGE_NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3 / FSDP"}
 
 
-@dataclass(frozen=True)
-class ModelStates:
-    """Bytes of one GPU's model states."""
-
-    weights: float
-    gradients: float
-    optimizer: float
-
-    @property
-    def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer
+ZERO_STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
 
 
 def zero_model_states(params: float, gpus: int, stage: str) -> ModelStates:
-    """Per-GPU model-state bytes of mixed-precision Adam under a ZeRO stage."""
-    shard = 1.0 / gpus
-    weights, grads, optim = (params * WEIGHT_BYTES, params * GRADIENT_BYTES,
-                             params * OPTIMIZER_BYTES)
-    if stage == "ddp":
-        return ModelStates(weights, grads, optim)
-    if stage == "zero1":
-        return ModelStates(weights, grads, optim * shard)
-    if stage == "zero2":
-        return ModelStates(weights, grads * shard, optim * shard)
-    if stage == "zero3":
-        return ModelStates(weights * shard, grads * shard, optim * shard)
-    raise ValueError(f"unknown stage {stage!r}; known: {', '.join(STAGES)}")
+    """Per-GPU model-state bytes of mixed-precision Adam under a ZeRO stage (the memory
+    accounting of Lesson 6, `memory.model_state_bytes`)."""
+    if stage not in ZERO_STAGE:
+        raise ValueError(f"unknown stage {stage!r}; known: {', '.join(STAGES)}")
+    return model_state_bytes(params, "mixed", "adam", ZERO_STAGE[stage], gpus)
 
 
 def zero_sent_bytes(params: float, gpus: int, stage: str) -> float:
