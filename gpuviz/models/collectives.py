@@ -152,7 +152,7 @@ class CollectiveStepsModel(SteppedModel):
             "sent": Readout("Most chunks one GPU sent", f"{sent} of n/{n_chunks} each"),
             "steps_formula": Readout("Steps (α terms)", out.total_steps),
             "matches": Readout("End equals the definition",
-                               "yes (checked on numbers)" if out.matches else "NO"),
+                               "yes" if out.matches else "NO"),
         }
 
 
@@ -242,6 +242,7 @@ class RingAllReduceModel(SteppedModel):
 # ---------------------------------------------------------------------------------------
 SIZE_MIN, SIZE_MAX = 1.0, 1e10  # bytes on the plot
 CURVE_POINTS = 241
+PREDICTED = ("recursive_doubling", "rabenseifner")  # the crossover of the predict-and-reveal
 LINK_PRESETS = (("network", "Network (one NIC)"), ("nvlink", "NVLink"))
 
 
@@ -258,6 +259,14 @@ class AlphaBetaOut:
     crossovers: tuple[tuple[str, str, float], ...]  # (a, b, n*) inside the plot
     rd_rab: float | None  # n* of recursive doubling vs Rabenseifner
     power_of_two: bool
+
+    def crossings_shown(self, revealed: bool) -> tuple[tuple[str, str, float], ...]:
+        """The crossovers to draw: the one the learner predicts waits for Reveal."""
+        return tuple(c for c in self.crossovers if revealed or c[:2] != PREDICTED)
+
+    def rd_rab_shown(self) -> bool:
+        """Whether recursive doubling vs Rabenseifner changes the winner (is drawn)."""
+        return any(c[:2] == PREDICTED for c in self.crossovers)
 
 
 def _link_numbers(preset: str, gpu_key: str) -> tuple[float, float]:

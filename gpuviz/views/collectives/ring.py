@@ -1,0 +1,144 @@
+"""Figure 7.2: the ring all-reduce, each cell the number of inputs it holds."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, Curve, diagram_widget, opaque_blend, pen
+from gpuviz.core.text import TextLayer
+from gpuviz.models.collectives import RingSteps
+from gpuviz.models.roofline import si_text
+
+MAX_GPUS = 16
+CELL_H = 0.6  # of a row's height: the rest is the gap the arrows cross
+CELL_W = 0.9
+HEAD = 0.09  # arrow head size, in rows
+WRAP = 0.35  # length of the wrap-around arrows above and below the grid
+LEFT_ROOM = 1.6  # for the GPU names
+TOP_ROOM = 0.75  # for the chunk names and the incoming wrap-around arrows
+BIG_FONT_UP_TO = 6  # GPUs; more get the small font
+FRACTION_UP_TO = 10  # GPUs; more show "k" instead of "k/P"
+
+
+def _arrow_path(x: float, y0: float, y1: float) -> tuple[list[float], list[float]]:
+    """A vertical arrow from y0 down to y1 with a head at y1, then a NaN gap."""
+    return ([x, x, np.nan, x - HEAD, x, x + HEAD, np.nan],
+            [y0, y1, np.nan, y1 - HEAD, y1, y1 - HEAD, np.nan])
+
+
+class RingAllReduceView(FigureView):
+    step_label = "Next step"
+
+    def build(self) -> None:
+        for name in ("gpus", "message_bytes", "gpu"):
+            self.controls.add(name)
+        canvas, self.box = diagram_widget()
+        self.big_cells = CellGrid(font_size=12)
+        self.small_cells = CellGrid(font_size=8)
+        self.sending = CellGrid()
+        self.arrived = CellGrid()
+        for item in (self.big_cells, self.small_cells, self.sending, self.arrived):
+            self.box.addItem(item)
+        self.arrows = Curve(pen("network", 2.5))
+        self.box.addItem(self.arrows)
+        self.text = TextLayer(QRectF(-5, -5, MAX_GPUS + 10, MAX_GPUS + 10))
+        self.gpu_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5))
+                           for _ in range(MAX_GPUS)]
+        self.chunk_labels = [self.text.add(size=9, role="muted", anchor=(0.5, 1))
+                             for _ in range(MAX_GPUS)]
+        self.arrow_labels = [self.text.add(size=8, role="network", bold=True,
+                                           anchor=(0, 0.5)) for _ in range(2 * MAX_GPUS)]
+        self.box.addItem(self.text)
+        self.add_plot(canvas)
+        self._ranks = 0
+
+    def _place(self, p: int) -> None:
+        for i, label in enumerate(self.gpu_labels):
+            label.setVisible(i < p)
+            label.setText(f"GPU {i}")
+            label.setPos(-0.1, i + CELL_H / 2)
+        for c, label in enumerate(self.chunk_labels):
+            label.setVisible(c < p)
+            label.setText(f"chunk {c}" if p <= BIG_FONT_UP_TO else str(c))
+            label.setPos(c + CELL_W / 2, -WRAP - 0.05)
+        index = np.arange(p * p)
+        self._rects = np.column_stack([index % p, index // p, np.full(p * p, CELL_W),
+                                       np.full(p * p, CELL_H)]).astype(float)
+        bottom = p - 1 + CELL_H + WRAP + 0.25
+        self.box.setRange(xRange=(-LEFT_ROOM, p + 0.1), yRange=(-TOP_ROOM, bottom),
+                          padding=0)
+
+    def refresh(self) -> None:
+        out: RingSteps = self.model.out
+        p = out.ranks
+        if p != self._ranks:
+            self._ranks = p
+            self._place(p)
+        if self.needs_update("state", (p, out.steps)):
+            self._draw(out)
+        self.message.show_message(self._describe(out))
+
+    def _draw(self, out: RingSteps) -> None:
+        p = out.ranks
+        counts = out.counts.ravel()  # row-major: GPU i, chunk c
+        # Grey for a GPU's own chunk alone, then aqua that darkens with each input added.
+        shades = [None, theme.color("neutral")] + [
+            opaque_blend("network", 80 + int(175 * (k - 1) / max(p - 1, 1)))
+            for k in range(2, p + 1)]
+        fills = [shades[k] for k in counts.tolist()]
+        texts = ([f"{k}/{p}" for k in counts.tolist()] if p <= FRACTION_UP_TO
+                 else [str(k) for k in counts.tolist()])
+        shown, hidden = ((self.big_cells, self.small_cells) if p <= BIG_FONT_UP_TO
+                         else (self.small_cells, self.big_cells))
+        shown.set_cells(self._rects, fills, texts=texts, text_color=theme.color("text"))
+        hidden.set_cells(np.empty((0, 4)), [])
+        sending = self._rects[out.sending.ravel()]
+        self.sending.set_cells(sending, [None] * len(sending),
+                               outlines=[theme.color("text")] * len(sending),
+                               outline_width=2.0, outline_style=Qt.DashLine)
+        arrived = self._rects[out.arrived.ravel()]
+        self.arrived.set_cells(arrived, [None] * len(arrived),
+                               outlines=[theme.color("highlight")] * len(arrived),
+                               outline_width=3.0)
+        xs: list[float] = []
+        ys: list[float] = []
+        spots: list[tuple[float, float, str]] = []
+        for t in out.moves:
+            x = t.src_slot + CELL_W / 2
+            label = f"c{t.src_slot}"
+            if t.dst == t.src + 1:
+                ax, ay = _arrow_path(x, t.src + CELL_H, t.dst)
+                spots.append((x + 0.05, t.src + (1 + CELL_H) / 2, label))
+            else:  # the wrap-around: out under the last GPU, in above GPU 0
+                ax, ay = [], []
+                for y0, y1 in ((t.src + CELL_H, t.src + CELL_H + WRAP), (-WRAP, 0.0)):
+                    px, py = _arrow_path(x, y0, y1)
+                    ax += px
+                    ay += py
+                    spots.append((x + 0.05, (y0 + y1) / 2, label))
+            xs += ax
+            ys += ay
+        self.arrows.set_data(xs, ys)
+        for i, label in enumerate(self.arrow_labels):
+            if i < len(spots):
+                x, y, text = spots[i]
+                label.setText(text)
+                label.setPos(x, y)
+            label.setVisible(i < len(spots))
+
+    @staticmethod
+    def _describe(out: RingSteps) -> str:
+        p = out.ranks
+        sent = (f"Each GPU has sent {si_text(out.sent_bytes, 'B')} of "
+                f"{si_text(out.total_bytes, 'B')} = 2(P−1)/P · n.")
+        if out.steps == 0:
+            return (f"Each GPU holds its own n, cut into {p} chunks of "
+                    f"{si_text(out.chunk_bytes, 'B')}. " + sent)
+        if out.steps == p - 1:
+            return ("Reduce-scatter done: GPU i holds the full sum of chunk i, on the "
+                    "diagonal. The all-gather now passes the full chunks around. " + sent)
+        return (f"Step {out.steps} of {out.total_steps} ({out.phase}): every GPU sends one "
+                "chunk to the next GPU. " + sent)
