@@ -140,8 +140,8 @@ class CollectiveStepsModel(SteppedModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         used = cs.ALGORITHM_NAMES[out.algorithm]
-        if out.algorithm != self.algorithm:
-            used += " (the chosen one does not apply)"
+        if out.algorithm != self.algorithm and len(cs.ALGORITHMS[out.collective]) > 1:
+            used += " (fallback)"
         n_chunks = out.chunks
         sent = int(out.sent_chunks.max()) if out.sent_chunks.size else 0
         return {

@@ -21,6 +21,7 @@ X_RANGE = (math.log10(SIZE_MIN), math.log10(SIZE_MAX))
 STYLES = {"ring": ("network", Qt.SolidLine), "recursive_doubling": ("network", Qt.DashLine),
           "rabenseifner": ("neutral", Qt.SolidLine)}
 MAX_CROSSINGS = 3  # pairs of three algorithms
+LABEL_STAGGER = 0.8  # decades between the feet of successive crossover labels
 
 
 class AlphaBetaView(FigureView):
@@ -89,7 +90,7 @@ class AlphaBetaView(FigureView):
                 x = math.log10(n)
                 self._vertical(line, x)
                 label.setText(f"{_short(a)}/{_short(b)}\n{si_text(n, 'B')}")
-                label.setPos(x, low)
+                label.setPos(x, low + LABEL_STAGGER * i)  # apart when lines are close
                 label.setVisible(True)
             else:
                 if self.needs_update(line, None):
@@ -105,7 +106,7 @@ class AlphaBetaView(FigureView):
             x = math.log10(answer) if SIZE_MIN <= answer <= SIZE_MAX else math.nan
             self._vertical(self.answer_line, x)
             self.answer_label.setText(f"RD/Rab. {si_text(answer, 'B')}")
-            self.answer_label.setPos(x, low)
+            self.answer_label.setPos(x, low + LABEL_STAGGER * len(shown))
             self.answer_label.setVisible(math.isfinite(x))
         else:
             if self.needs_update(self.answer_line, None):

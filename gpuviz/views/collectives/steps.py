@@ -146,7 +146,9 @@ class CollectiveStepsView(FigureView):
                               outlines=[theme.color("highlight")] * len(arrived),
                               outline_width=3.0)
         name = cs.COLLECTIVE_NAMES[out.collective]
-        algorithm = cs.ALGORITHM_NAMES[out.algorithm].lower()
+        algorithm = cs.ALGORITHM_NAMES[out.algorithm]
+        if out.algorithm != "rabenseifner":  # a name keeps its capital
+            algorithm = algorithm.lower()
         self.title.setText(f"{name}, {algorithm}: step {out.steps} of {out.total_steps}")
         self.message.show_message(self._describe(out))
 
