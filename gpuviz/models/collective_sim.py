@@ -406,25 +406,32 @@ def initial_state(collective: str, data: np.ndarray) -> SimState:
 
 
 def apply_step(state: SimState, step: Step) -> SimState:
-    """The state after one step; every transfer reads the state before the step. A
-    reduction that would count an input twice is a bug in the schedule: ValueError."""
+    """The state after one step; every transfer reads the state before the step. Copies
+    land first, then reductions add on top. A reduction that would count an input twice,
+    or two copies into one cell, is a bug in the schedule: ValueError. Vectorised: a step
+    of a 16-rank ring costs a few array operations, not one per transfer."""
     values, holds = state.values.copy(), state.holds.copy()
-    written: set[tuple[int, int]] = set()
-    for t in step.transfers:
-        incoming = state.holds[t.src, t.src_slot]
-        cell = (t.dst, t.dst_slot)
-        if t.reduce:
-            if (holds[cell] & incoming).any():
-                raise ValueError(f"step adds an input twice into rank {t.dst} slot "
-                                 f"{t.dst_slot}")
-            values[cell] += state.values[t.src, t.src_slot]
-            holds[cell] |= incoming
-        else:
-            if cell in written:
-                raise ValueError(f"two copies into rank {t.dst} slot {t.dst_slot}")
-            values[cell] = state.values[t.src, t.src_slot]
-            holds[cell] = incoming
-        written.add(cell)
+    if not step.transfers:
+        return SimState(values, holds)
+    moves = np.array([(t.src, t.src_slot, t.dst, t.dst_slot, t.reduce)
+                      for t in step.transfers], dtype=np.int64)
+    src, src_slot, dst, dst_slot, reduce = moves.T
+    copy = reduce == 0
+    if copy.any():
+        cells = dst[copy] * values.shape[1] + dst_slot[copy]
+        if np.unique(cells).size < cells.size:
+            raise ValueError("two copies into one cell in one step")
+        values[dst[copy], dst_slot[copy]] = state.values[src[copy], src_slot[copy]]
+        holds[dst[copy], dst_slot[copy]] = state.holds[src[copy], src_slot[copy]]
+    add = ~copy
+    if add.any():
+        where = (dst[add], dst_slot[add])
+        np.add.at(values, where, state.values[src[add], src_slot[add]])
+        total = holds.astype(np.int16)
+        np.add.at(total, where, state.holds[src[add], src_slot[add]].astype(np.int16))
+        if (total > 1).any():
+            raise ValueError("a step adds an input twice into one cell")
+        holds = total > 0
     return SimState(values, holds)
 
 
