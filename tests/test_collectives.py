@@ -322,3 +322,18 @@ def test_collective_stepper_sweep(collective, p, algorithm, steps):
     assert out.kinds.shape == (p, out.chunks)
     assert out.matches
     assert all(r.text for r in model.readouts().values())
+
+
+def test_ring_figure_chunks_in_flight_follow_the_clock():
+    model = RingAllReduceModel()
+    model.set_playing(True)
+    model.advance(1.5 * model.step_seconds)
+    out = model.out
+    assert out.steps == 1 and out.progress == pytest.approx(0.5)
+    assert len(out.next_moves) == 4 and out.next_sending.sum() == 4
+    model.step()  # Step lands the chunks: nothing is in flight
+    assert model.out.progress == 0 and model.out.steps == 2
+    model.advance(1e9)
+    model.set_playing(True)
+    model.advance(1e9)
+    assert model.finished and model.out.progress == 0 and model.out.next_moves == ()

@@ -168,7 +168,10 @@ class RingSteps:
     counts: np.ndarray  # (P, P): inputs in each cell
     sending: np.ndarray  # (P, P) bool: cells the last step sent from
     arrived: np.ndarray  # (P, P) bool: cells the last step wrote
-    moves: tuple[cs.Transfer, ...]
+    moves: tuple[cs.Transfer, ...]  # the last step's
+    next_moves: tuple[cs.Transfer, ...]  # the next step's (empty at the end)
+    next_sending: np.ndarray  # (P, P) bool: cells the next step sends from
+    progress: float  # 0..1 into the next step while playing (chunks in flight)
     chunk_bytes: float
     sent_bytes: float  # per GPU so far (every GPU sends the same)
     total_bytes: float  # per GPU over the whole all-reduce
@@ -214,11 +217,16 @@ class RingAllReduceModel(SteppedModel):
             for t in moves:
                 sending[t.src, t.src_slot] = True
                 arrived[t.dst, t.dst_slot] = True
+        next_moves = sched.steps[k].transfers if k < sched.step_count() else ()
+        next_sending = np.zeros((p, p), dtype=bool)
+        for t in next_moves:
+            next_sending[t.src, t.src_slot] = True
         chunk = n / p
         link = ab.nvlink(self.gpu)
         sent = sched.bytes_per_rank(n)
         return RingSteps(p, sched.step_count(), k, phase, states[k].counts(), sending,
-                         arrived, moves, chunk, k * chunk, float(sent.max()),
+                         arrived, moves, next_moves, next_sending, self.step_progress,
+                         chunk, k * chunk, float(sent.max()),
                          2 * (p - 1) / p * n,
                          ab.ring_allreduce_time(p, n, link.alpha, link.beta))
 

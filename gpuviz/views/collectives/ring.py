@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, Curve, diagram_widget, opaque_blend, pen
+from gpuviz.core.plots import CellGrid, Curve, Dots, diagram_widget, opaque_blend, pen
 from gpuviz.core.text import TextLayer
 from gpuviz.models.collectives import RingSteps
 from gpuviz.models.roofline import si_text
@@ -19,6 +19,7 @@ HEAD = 0.09  # arrow head size, in rows
 WRAP = 0.35  # length of the wrap-around arrows above and below the grid
 LEFT_ROOM = 1.6  # for the GPU names
 TOP_ROOM = 0.75  # for the chunk names and the incoming wrap-around arrows
+INSET = 0.07  # the dashed frame sits this far inside the cell
 BIG_FONT_UP_TO = 6  # GPUs; more get the small font
 FRACTION_UP_TO = 10  # GPUs; more show "k" instead of "k/P"
 
@@ -44,6 +45,9 @@ class RingAllReduceView(FigureView):
             self.box.addItem(item)
         self.arrows = Curve(pen("network", 2.5))
         self.box.addItem(self.arrows)
+        # While playing, a dot per chunk travels along its arrow (step_progress).
+        self.tokens = Dots(self.box, MAX_GPUS, 13, theme.color("network"), pen("text", 1.5))
+        self.tokens.setZValue(10)
         self.text = TextLayer(QRectF(-5, -5, MAX_GPUS + 10, MAX_GPUS + 10))
         self.gpu_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5))
                            for _ in range(MAX_GPUS)]
@@ -78,10 +82,31 @@ class RingAllReduceView(FigureView):
             self._ranks = p
             self._place(p)
         if self.needs_update("state", (p, out.steps)):
-            self._draw(out)
+            self._draw_cells(out)
+        flying = out.progress > 0 and bool(out.next_moves)
+        if self.needs_update("arrows", (p, out.steps, flying)):
+            self._draw_arrows(out.next_moves if flying else out.moves,
+                              out.next_sending if flying else out.sending)
+        if flying:
+            xs, ys = zip(*(self._token_at(t, out.progress) for t in out.next_moves),
+                         strict=True)
+            self.tokens.set_points(list(xs) + [np.nan] * (MAX_GPUS - p),
+                                   list(ys) + [np.nan] * (MAX_GPUS - p))
+        else:
+            self.tokens.set_points([np.nan] * MAX_GPUS, [np.nan] * MAX_GPUS)
         self.message.show_message(self._describe(out))
 
-    def _draw(self, out: RingSteps) -> None:
+    @staticmethod
+    def _token_at(t, progress: float) -> tuple[float, float]:  # noqa: ANN001 - Transfer
+        """Where the chunk of transfer t is after `progress` of the step."""
+        x = t.src_slot + CELL_W / 2
+        if t.dst == t.src + 1:
+            return x, t.src + CELL_H + progress * (1 - CELL_H)
+        if progress < 0.5:  # out under the last GPU, then in above GPU 0
+            return x, t.src + CELL_H + 2 * progress * WRAP
+        return x, -WRAP + (2 * progress - 1) * WRAP
+
+    def _draw_cells(self, out: RingSteps) -> None:
         p = out.ranks
         counts = out.counts.ravel()  # row-major: GPU i, chunk c
         # Grey for a GPU's own chunk alone, then aqua that darkens with each input added.
@@ -95,18 +120,23 @@ class RingAllReduceView(FigureView):
                          else (self.small_cells, self.big_cells))
         shown.set_cells(self._rects, fills, texts=texts, text_color=theme.color("text"))
         hidden.set_cells(np.empty((0, 4)), [])
-        sending = self._rects[out.sending.ravel()]
-        self.sending.set_cells(sending, [None] * len(sending),
-                               outlines=[theme.color("text")] * len(sending),
-                               outline_width=2.0, outline_style=Qt.DashLine)
         arrived = self._rects[out.arrived.ravel()]
         self.arrived.set_cells(arrived, [None] * len(arrived),
                                outlines=[theme.color("highlight")] * len(arrived),
                                outline_width=3.0)
+
+    def _draw_arrows(self, moves: tuple, sending_mask: np.ndarray) -> None:
+        """Arrows, their chunk labels and dashed outlines for one step's transfers: the
+        last step's when paused, the next step's while its chunks are in flight."""
+        # Inset, so a cell that just arrived and is sent on next shows both frames.
+        sending = self._rects[sending_mask.ravel()] + [INSET, INSET, -2 * INSET, -2 * INSET]
+        self.sending.set_cells(sending, [None] * len(sending),
+                               outlines=[theme.color("text")] * len(sending),
+                               outline_width=2.0, outline_style=Qt.DashLine)
         xs: list[float] = []
         ys: list[float] = []
         spots: list[tuple[float, float, str]] = []
-        for t in out.moves:
+        for t in moves:
             x = t.src_slot + CELL_W / 2
             label = f"c{t.src_slot}"
             if t.dst == t.src + 1:
