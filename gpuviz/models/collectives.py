@@ -73,6 +73,8 @@ class CollectiveSteps:
     kinds: np.ndarray  # (P, C), see cell_kinds
     arrived: np.ndarray  # (P, C) bool: written by the last step
     moves: tuple[cs.Transfer, ...]  # the last step's transfers
+    next_moves: tuple[cs.Transfer, ...]  # the next step's (empty at the end)
+    progress: float  # 0..1 into the next step while playing (chunks in flight)
     start_labels: list[list[str]]
     start_kinds: np.ndarray
     end_labels: list[list[str]]
@@ -134,6 +136,7 @@ class CollectiveStepsModel(SteppedModel):
         return CollectiveSteps(
             self.collective, algorithm, self.gpus, sched.chunks, sched.step_count(), k,
             phase, cell_labels(state.holds), cell_kinds(state.holds), arrived, moves,
+            sched.steps[k].transfers if k < sched.step_count() else (), self.step_progress,
             cell_labels(states[0].holds), cell_kinds(states[0].holds), cell_labels(end),
             cell_kinds(end), ok, cost, sent)
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, opaque_blend
+from gpuviz.core.plots import CellGrid, Dots, diagram_widget, opaque_blend, pen
 from gpuviz.core.text import TextLayer
 from gpuviz.models import collective_sim as cs
 from gpuviz.models.collectives import CollectiveSteps
@@ -72,8 +72,14 @@ class CollectiveStepsView(FigureView):
                              ("own data", "arrived / partial sum", "full sum Σ",
                               "changed this step")]
         self.box.addItem(self.text)
+        # While playing, a dot per chunk travels from its sender's cell to its receiver's.
+        self.tokens = Dots(self.box, MAX_GPUS * MAX_GPUS, 10, theme.color("network"),
+                           pen("text", 1.2))
+        self.tokens.setZValue(10)
+        self._hidden = [np.nan] * (MAX_GPUS * MAX_GPUS)
         self.add_plot(canvas)
         self._layout: tuple[int, int] | None = None
+        self._flight = np.zeros((0, 4))
 
     def _place(self, ranks: int, chunks: int) -> None:
         """Positions that change only with the grid's size."""
@@ -127,6 +133,17 @@ class CollectiveStepsView(FigureView):
         key = (out.collective, out.algorithm, out.ranks, out.steps)
         if self.needs_update("cells", key):
             self._draw(out)
+            self._flight = np.array([(t.src, t.src_slot, t.dst, t.dst_slot)
+                                     for t in out.next_moves], dtype=float).reshape(-1, 4)
+        if out.progress > 0 and len(self._flight):
+            f, p = self._flight, out.progress
+            # Cell centres of the current grid: column = GPU, row = slot (cell size 1).
+            xs = f[:, 0] + (f[:, 2] - f[:, 0]) * p + 0.5
+            ys = f[:, 1] + (f[:, 3] - f[:, 1]) * p + 0.5
+            pad = self._hidden[:MAX_GPUS * MAX_GPUS - len(f)]
+            self.tokens.set_points(xs.tolist() + pad, ys.tolist() + pad)
+        else:
+            self.tokens.set_points(self._hidden, self._hidden)
 
     def _draw(self, out: CollectiveSteps) -> None:
         labels = [text for row in out.labels for text in row]
