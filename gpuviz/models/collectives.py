@@ -7,8 +7,7 @@ numbers) and `alpha_beta` (the cost model, links from resources/hardware).
 from __future__ import annotations
 
 import functools
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -80,8 +79,34 @@ class CollectiveSteps:
     end_labels: list[list[str]]
     end_kinds: np.ndarray
     matches: bool  # the simulated end state equals the definition on the seeded numbers
-    cost: ab.Cost
     sent_chunks: np.ndarray  # (P,) chunks each rank has sent so far
+
+
+@functools.lru_cache(maxsize=256)
+def collective_steps(collective: str, algorithm: str, p: int, g: int, k: int
+                     ) -> CollectiveSteps:
+    """Figure 7.1's picture of `algorithm` for `collective` on P GPUs after k steps."""
+    sched, states, ok = simulated(collective, algorithm, p, g)
+    state = states[k]
+    arrived = np.zeros(state.values.shape, dtype=bool)
+    moves: tuple[cs.Transfer, ...] = ()
+    phase = "start"
+    if k > 0:
+        step = sched.steps[k - 1]
+        moves, phase = step.transfers, step.phase
+        for t in moves:
+            arrived[t.dst, t.dst_slot] = True
+    sent = np.zeros(p)
+    for step in sched.steps[:k]:
+        for t in step.transfers:
+            sent[t.src] += 1
+    end = cs.expected_holds(collective, p, sched.chunks)
+    return CollectiveSteps(
+        collective, algorithm, p, sched.chunks, sched.step_count(), k, phase,
+        cell_labels(state.holds), cell_kinds(state.holds), arrived, moves,
+        sched.steps[k].transfers if k < sched.step_count() else (), 0.0,
+        cell_labels(states[0].holds), cell_kinds(states[0].holds), cell_labels(end),
+        cell_kinds(end), ok, sent)
 
 
 class CollectiveStepsModel(SteppedModel):
@@ -114,31 +139,9 @@ class CollectiveStepsModel(SteppedModel):
 
     def compute(self) -> CollectiveSteps:
         algorithm, g = self.resolved()
-        sched, states, ok = simulated(self.collective, algorithm, self.gpus, g)
-        k = self.steps_done
-        state = states[k]
-        arrived = np.zeros(state.values.shape, dtype=bool)
-        moves: tuple[cs.Transfer, ...] = ()
-        phase = "start"
-        if k > 0:
-            step = sched.steps[k - 1]
-            moves = step.transfers
-            phase = step.phase
-            for t in moves:
-                arrived[t.dst, t.dst_slot] = True
-        sent = np.zeros(self.gpus)
-        for step in sched.steps[:k]:
-            for t in step.transfers:
-                sent[t.src] += 1
-        end = cs.expected_holds(self.collective, self.gpus, sched.chunks)
-        cost = (ab.collective_cost(self.collective, algorithm, self.gpus, sched.chunks)
-                if algorithm != "hierarchical" else ab.Cost(sched.step_count(), math.nan))
-        return CollectiveSteps(
-            self.collective, algorithm, self.gpus, sched.chunks, sched.step_count(), k,
-            phase, cell_labels(state.holds), cell_kinds(state.holds), arrived, moves,
-            sched.steps[k].transfers if k < sched.step_count() else (), self.step_progress,
-            cell_labels(states[0].holds), cell_kinds(states[0].holds), cell_labels(end),
-            cell_kinds(end), ok, cost, sent)
+        # Everything but the in-flight progress is cached: Play recomputes every frame.
+        return replace(collective_steps(self.collective, algorithm, self.gpus, g,
+                                        self.steps_done), progress=self.step_progress)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
