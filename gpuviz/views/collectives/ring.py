@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -58,6 +59,7 @@ class RingAllReduceView(FigureView):
         self.box.addItem(self.text)
         self.add_plot(canvas)
         self._ranks = 0
+        self.box.sigResized.connect(self._fit)
 
     def _place(self, p: int) -> None:
         for i, label in enumerate(self.gpu_labels):
@@ -71,9 +73,22 @@ class RingAllReduceView(FigureView):
         index = np.arange(p * p)
         self._rects = np.column_stack([index % p, index // p, np.full(p * p, CELL_W),
                                        np.full(p * p, CELL_H)]).astype(float)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Room above the grid for the chunk names, which keep their pixel size while the
+        grid follows the window (on a resize and when P changes)."""
+        width, height = self.box.width(), self.box.height()
+        p = self._ranks
+        if width <= 0 or height <= 0 or not p:
+            return
+        names = QFontMetricsF(theme.font(9)).height() + 6
         bottom = p - 1 + CELL_H + WRAP + 0.25
-        self.box.setRange(xRange=(-LEFT_ROOM, p + 0.1), yRange=(-TOP_ROOM, bottom),
-                          padding=0)
+        top = TOP_ROOM
+        for _ in range(2):  # the room depends on the scale, which depends on the room
+            scale = min(width / (p + 0.1 + LEFT_ROOM), height / (bottom + top))
+            top = max(TOP_ROOM, WRAP + 0.05 + names / scale)
+        self.box.setRange(xRange=(-LEFT_ROOM, p + 0.1), yRange=(-top, bottom), padding=0)
 
     def refresh(self) -> None:
         out: RingSteps = self.model.out

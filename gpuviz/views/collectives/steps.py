@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -21,7 +22,7 @@ LEFT_ROOM = 1.3  # left of the current grid, for the chunk names
 LEGEND_ROOM = 0.8  # under the grids
 PARTIAL_ALPHA = 110  # an aqua that is lighter than a full sum
 MAX_GPUS = 8
-DENSE_FROM = 5  # more GPUs than this: the smaller font, for labels like "ABCDEF₂"
+MAIN_FONTS = (12, 10, 8, 6.5)  # point sizes the current grid's labels may take
 
 
 def cell_fills(kinds: np.ndarray) -> list:
@@ -30,6 +31,15 @@ def cell_fills(kinds: np.ndarray) -> list:
     colors = [None, theme.color("neutral"), opaque_blend("network", PARTIAL_ALPHA),
               theme.color("network")]
     return [colors[k] for k in kinds.ravel().tolist()]
+
+
+def _longest_label(out: CollectiveSteps) -> str:
+    """The widest label the collective can show on these GPUs: a sum of all but one
+    input ("ABCDEFG₇") for the reductions, one input otherwise; the font is picked for
+    it once, so it does not change from step to step."""
+    reduces = out.collective in ("reduce", "all_reduce", "reduce_scatter")
+    letters = "".join(cs.rank_letter(i) for i in range(out.ranks - 1 if reduces else 1))
+    return letters + cs.chunk_label(out.chunks - 1)
 
 
 def grid_rects(ranks: int, chunks: int, x0: float, y0: float, size: float) -> np.ndarray:
@@ -50,16 +60,17 @@ class CollectiveStepsView(FigureView):
         for name in ("collective", "algorithm", "gpus"):
             self.controls.add(name)
         canvas, self.box = diagram_widget()
-        # Two grids that differ only in font size: the small one serves many GPUs.
-        self.cells = CellGrid(font_size=12)
-        self.dense_cells = CellGrid(font_size=9)
+        # Grids that differ only in font size: the largest whose longest label fits a cell
+        # is shown (labels keep their pixel size while the cells follow the window).
+        self.main_grids = [CellGrid(font_size=size) for size in MAIN_FONTS]
         self.small_cells = CellGrid(font_size=7)
         self.frames = CellGrid()
         self.outlines = CellGrid()
         self.legend_cells = CellGrid()
-        for item in (self.outlines, self.cells, self.dense_cells, self.small_cells, self.frames,
+        for item in (self.outlines, *self.main_grids, self.small_cells, self.frames,
                      self.legend_cells):
             self.box.addItem(item)
+        self._font_index = 0
         self.text = TextLayer(QRectF(-10, -10, 40, 40))
         self.title = self.text.add(bold=True, size=10, anchor=(0, 1))
         self.start_title = self.text.add("start", size=9, anchor=(0, 1))
@@ -79,7 +90,10 @@ class CollectiveStepsView(FigureView):
         self._hidden = [np.nan] * (MAX_GPUS * MAX_GPUS)
         self.add_plot(canvas)
         self._layout: tuple[int, int] | None = None
+        self._extent = (1.0, 1.0)
+        self._longest = ""
         self._flight = np.zeros((0, 4))
+        self.box.sigResized.connect(self._fit)
 
     def _place(self, ranks: int, chunks: int) -> None:
         """Positions that change only with the grid's size."""
@@ -93,7 +107,6 @@ class CollectiveStepsView(FigureView):
         self.outlines.set_cells(outline, [None] * len(outline),
                                 outlines=[theme.color("muted")] * len(outline),
                                 outline_width=1.0)
-        self.title.setPos(0.0, -0.35)
         self.start_title.setPos(small_x, -0.05)
         self.end_title.setPos(small_x, end_y - 0.05)
         for i, label in enumerate(self.gpu_labels):
@@ -117,18 +130,40 @@ class CollectiveStepsView(FigureView):
             outlines=[None, None, None, theme.color("highlight")], outline_width=2.5)
         for label, x, y in zip(self.legend_texts, xs, ys, strict=True):
             label.setPos(x + swatch + 0.05, y)
-        top = -TITLE_ROOM
-        height = bottom + LEGEND_ROOM - top
-        self.text.set_bounds(QRectF(-LEFT_ROOM - 1, top - 1, right + LEFT_ROOM + 2,
-                                    height + 2))
-        self.box.setRange(xRange=(-LEFT_ROOM, right + 0.1), yRange=(top, top + height),
-                          padding=0)
+        self._extent = (right + 0.1, bottom + LEGEND_ROOM)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Room left of and above the grid for the texts, which keep their pixel size, and
+        the largest cell font that fits (on a resize and when the grid changes)."""
+        width, height = self.box.width(), self.box.height()
+        if width <= 0 or height <= 0 or self._layout is None:
+            return
+        right, bottom = self._extent
+        names = max(label.width for label in self.chunk_labels) + 12
+        above = self.title.height + max(label.height for label in self.gpu_labels) + 14
+        left, top = LEFT_ROOM, TITLE_ROOM
+        for _ in range(2):  # the room depends on the scale, which depends on the room
+            scale = min(width / (right + left), height / (bottom + top))
+            left, top = max(LEFT_ROOM, names / scale), max(TITLE_ROOM, above / scale)
+        self.title.setPos(0.0, -(above - self.title.height - 4) / scale)
+        self.text.set_bounds(QRectF(-left - 1, -top - 1, right + left + 2, bottom + top + 2))
+        self.box.setRange(xRange=(-left, right), yRange=(-top, bottom), padding=0)
+        cell = (1 - GAP) * scale - 4
+        fits = [i for i, size in enumerate(MAIN_FONTS)
+                if QFontMetricsF(theme.font(size)).horizontalAdvance(self._longest) <= cell]
+        index = fits[0] if fits else len(MAIN_FONTS) - 1
+        if index != self._font_index:
+            self._font_index = index
+            self.forget_shown("cells")
+            self.schedule_refresh()
 
     def refresh(self) -> None:
         out: CollectiveSteps = self.model.out
         size = (out.ranks, out.chunks)
-        if size != self._layout:
-            self._layout = size
+        longest = _longest_label(out)
+        if size != self._layout or longest != self._longest:
+            self._layout, self._longest = size, longest
             self._place(*size)
         key = (out.collective, out.algorithm, out.ranks, out.steps)
         if self.needs_update("cells", key):
@@ -147,11 +182,12 @@ class CollectiveStepsView(FigureView):
 
     def _draw(self, out: CollectiveSteps) -> None:
         labels = [text for row in out.labels for text in row]
-        shown, hidden = ((self.dense_cells, self.cells) if out.ranks > DENSE_FROM
-                         else (self.cells, self.dense_cells))
-        shown.set_cells(self._rects["now"], cell_fills(out.kinds), texts=labels,
-                        text_color=theme.color("text"))
-        hidden.set_cells(np.empty((0, 4)), [])
+        for i, grid in enumerate(self.main_grids):
+            if i == self._font_index:
+                grid.set_cells(self._rects["now"], cell_fills(out.kinds), texts=labels,
+                               text_color=theme.color("text"))
+            else:
+                grid.set_cells(np.empty((0, 4)), [])
         small = np.concatenate([self._rects["start"], self._rects["end"]])
         small_labels = ([t for row in out.start_labels for t in row]
                         + [t for row in out.end_labels for t in row])
