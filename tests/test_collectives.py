@@ -337,3 +337,11 @@ def test_ring_figure_chunks_in_flight_follow_the_clock():
     model.set_playing(True)
     model.advance(1e9)
     assert model.finished and model.out.progress == 0 and model.out.next_moves == ()
+
+
+def test_cost_on_a_link_for_other_lessons():
+    link = ab.nvlink()
+    cost = ab.ring_allreduce_cost(4)
+    assert cost.time_on(link, 1e9) == pytest.approx(6 * (3e-6 + 250e6 / 450e9))
+    assert ab.collective_cost("all_gather", "ring", 8).time_on(ab.network(), 8e9) == (
+        pytest.approx(7 * (10e-6 + 1e9 / 50e9)))

@@ -40,7 +40,8 @@ Links (`Link`, `nvlink`, `network`) read latency and bandwidth from resources/ha
 latencies are assumptions marked `estimate = true` there).
 
 API for the other lessons (all pure, numbers in seconds and bytes):
-- `allreduce_cost(algorithm, p)` -> Cost; `Cost.time(n, alpha, beta)` works on arrays of n.
+- `allreduce_cost(algorithm, p)` -> Cost; `Cost.time(n, alpha, beta)` works on arrays of n,
+  `Cost.time_on(link, n)` takes a `Link` (`nvlink(gpu_key)`, `network(gpu_key)`).
 - `allreduce_time(algorithm, p, n, alpha, beta)`; `ring_allreduce_time(p, n, alpha, beta)`.
 - `collective_cost(collective, algorithm, p, chunks)` for the six collectives.
 - `crossover(a, b, alpha, beta)` -> n where Cost a and b take the same time (or None).
@@ -99,6 +100,10 @@ class Cost:
 
     def time(self, n: float | np.ndarray, alpha: float, beta: float) -> float | np.ndarray:
         return self.steps * alpha + self.volume * n * beta
+
+    def time_on(self, link: Link, n: float | np.ndarray) -> float | np.ndarray:
+        """The time over one kind of link, e.g. `ring_allreduce_cost(8).time_on(nvlink(), n)`."""
+        return self.time(n, link.alpha, link.beta)
 
 
 def ring_allreduce_cost(p: int) -> Cost:
