@@ -38,7 +38,6 @@ Pure Python and numpy, no Qt.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -506,7 +505,3 @@ def cell_label(holds_cell: np.ndarray) -> str:
 
 def chunk_label(k: int) -> str:
     return str(k).translate(SUBSCRIPTS)
-
-
-def log2_floor(p: int) -> int:
-    return int(math.floor(math.log2(p)))
