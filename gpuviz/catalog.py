@@ -278,7 +278,52 @@ LESSONS: tuple[Lesson, ...] = (
             "find a set of fixes that fits.",
             "training_memory:FitModel", "training_memory.fit:FitView", "fit"),
     )),
-    Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
+    Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md", (
+        # lesson 7 figures
+        FigureSpec(
+            "7.1", "collective_steps", "The six collectives, one step at a time",
+            "Columns are GPUs A, B, C, ..., rows are the chunks of each buffer. Grey is a "
+            "GPU's own data, light aqua data that came over a link or a partial sum "
+            "(“ABD₂” = A₂ + B₂ + D₂), aqua a complete sum Σ; magenta frames mark "
+            "what the last step changed. The small grids show the start and the end the "
+            "definition asks for. <i>Try this:</i> run all-reduce with the ring, then with "
+            "recursive doubling, and count the steps. Then pick all-to-all and watch the "
+            "grid turn into its transpose.",
+            "collectives:CollectiveStepsModel", "collectives.steps:CollectiveStepsView",
+            "six-collectives", animated=True),
+        FigureSpec(
+            "7.2", "ring_allreduce", "Ring all-reduce: reduce-scatter, then all-gather",
+            "One row per GPU, one column per chunk; a cell counts the inputs summed into "
+            "it. Aqua arrows carry a chunk to the next GPU, dashed cells are the ones "
+            "being sent and magenta frames the ones that just landed. <i>Try this:</i> "
+            "step to 3 with P = 4 and find the four complete chunks on the diagonal. Then "
+            "raise P to 16: 30 steps instead of 6, yet each GPU still sends just under "
+            "2n bytes.",
+            "collectives:RingAllReduceModel", "collectives.ring:RingAllReduceView",
+            "ring-allreduce", animated=True),
+        FigureSpec(
+            "7.3", "alpha_beta", "Latency or bandwidth: which all-reduce wins",
+            "All-reduce time against message size in the α-β model: ring (solid aqua), "
+            "recursive doubling (dashed aqua), Rabenseifner (dark grey). Dashed grey lines "
+            "mark where the fastest algorithm changes; the magenta line is your message. "
+            "For P a power of two Rabenseifner is never slower than the ring here, since it "
+            "has the same bandwidth term and fewer steps. <i>Try this:</i> predict where "
+            "Rabenseifner overtakes recursive doubling, then reveal it. Then set P = 6: "
+            "the extra steps make the ring the winner for large messages.",
+            "collectives:AlphaBetaModel", "collectives.alpha_beta:AlphaBetaView",
+            "alpha-beta"),
+        FigureSpec(
+            "7.4", "hierarchical", "Flat ring or hierarchy across nodes",
+            "A timeline of one all-reduce over N servers of G GPUs. Hierarchical: light "
+            "aqua NVLink phases around a solid aqua network phase; flat ring: every step "
+            "waits for its magenta network hop. The dashed grey line is the least time the "
+            "network needs. Below, bus bandwidth against N. Latencies are assumptions "
+            "(3 µs NVLink, 10 µs network). <i>Try this:</i> with 4 nodes and 1 GB, compare "
+            "the hierarchy's bus bandwidth with one NIC's 50 GB/s, then switch to the flat "
+            "ring. Then slide N from 1 to 32.",
+            "collectives:MultiNodeModel", "collectives.multi_node:MultiNodeView",
+            "hierarchical"),
+    )),
     Lesson(8, "data_parallel", "Data parallelism, ZeRO and FSDP", "08-data-parallel.md", (
         # lesson 8 figures
         FigureSpec(

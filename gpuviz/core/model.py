@@ -373,6 +373,14 @@ class SteppedModel(AnimatedModel):
     def finished(self) -> bool:
         return self._step >= self.total_steps
 
+    @property
+    def step_progress(self) -> float:
+        """How far Play has gone into the next step (0 to 1): views move things that are
+        in flight with it. 0 after Step, Rewind and at the end."""
+        if self.finished:
+            return 0.0
+        return min(max(self._t / self.step_seconds - self._step, 0.0), 1.0)
+
     def parameter_changed(self, name: str) -> None:
         if name != "speed":
             self.reset_state()

@@ -244,14 +244,17 @@ class CellGrid(pg.GraphicsObject):
         self._multiline: list[tuple[QRectF, str]] = []
         self._bounds = QRectF()
         self._outline_width = 1.0
+        self._outline_style = Qt.SolidLine
         self._font = theme.font(font_size)
         self._text_color = theme.color("text")
 
     def set_cells(self, rects: np.ndarray, fills: Sequence[QColor | None],
                   outlines: Sequence[QColor | None] | None = None,
                   texts: Sequence[str] | None = None, outline_width: float = 1.5,
-                  text_color: QColor | None = None) -> None:
-        """rects: array (n, 4) of x, y, width, height in data units."""
+                  text_color: QColor | None = None,
+                  outline_style: Qt.PenStyle = Qt.SolidLine) -> None:
+        """rects: array (n, 4) of x, y, width, height in data units; `outline_style`
+        dashes the outlines (Qt.DashLine), e.g. for cells being sent."""
         array = np.asarray(rects, dtype=float).reshape(-1, 4)
         if not np.array_equal(array, self._array):
             # Most refreshes only recolour; rebuild the rectangles only when they move.
@@ -281,6 +284,7 @@ class CellGrid(pg.GraphicsObject):
         self._multiline = ([(self._rects[i], text) for i, text in enumerate(texts)
                             if "\n" in text] if multiline else [])
         self._outline_width = theme.line_width(outline_width)
+        self._outline_style = outline_style
         if text_color is not None:
             self._text_color = text_color
         self.update()
@@ -313,6 +317,7 @@ class CellGrid(pg.GraphicsObject):
             qpen = QPen(outline)
             qpen.setCosmetic(True)
             qpen.setWidthF(self._outline_width)
+            qpen.setStyle(self._outline_style)
             painter.setPen(qpen)
             painter.drawRects(rects)
         if not self._text_list and not self._multiline:

@@ -18,7 +18,7 @@ an all-gather of the updated weights is the same traffic); ZeRO-3 all-gathers th
 again in the backward pass: 6 (N−1)/N Ψ, 1.5 times as much.
 
 Time of a ring all-reduce of n bytes over p GPUs, each step paying the latency α:
-2 (p−1) α + 2 (p−1)/p × n / bandwidth (the α-β model of Lesson 7). Backward FLOPs are
+2 (p−1) α + 2 (p−1)/p × n / bandwidth (`gpuviz.models.alpha_beta`, Lesson 7). Backward FLOPs are
 4 Ψ T for T tokens (twice the forward's 2 Ψ T).
 """
 
@@ -33,6 +33,7 @@ from gpuviz.core.model import FigureModel, Parameter, PlayheadModel, Readout
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
+from gpuviz.models.alpha_beta import collective_cost, ring_allreduce_time
 from gpuviz.models.memory import ModelStates, model_state_bytes
 from gpuviz.models.roofline import time_readout, time_text
 from gpuviz.models.schedule import Schedule, Task, schedule
@@ -90,19 +91,11 @@ def zero_sent_bytes(params: float, gpus: int, stage: str) -> float:
     return passes * (gpus - 1) / gpus * GRAD_BYTES * params
 
 
-def ring_allreduce_seconds(nbytes: np.ndarray | float, gpus: int, bandwidth: float,
-                           alpha: float) -> np.ndarray | float:
-    """2 (p−1) α + 2 (p−1)/p × n / bandwidth; 0 for one GPU (nothing to exchange)."""
-    if gpus <= 1:
-        return np.zeros_like(nbytes, dtype=float) if np.ndim(nbytes) else 0.0
-    return 2 * (gpus - 1) * alpha + 2 * (gpus - 1) / gpus * np.asarray(nbytes) / bandwidth
-
-
 def ring_pass_seconds(nbytes: float, gpus: int, bandwidth: float, alpha: float) -> float:
-    """One all-gather or reduce-scatter of an n-byte array: (p−1) α + (p−1)/p × n / B."""
-    if gpus <= 1:
-        return 0.0
-    return (gpus - 1) * alpha + (gpus - 1) / gpus * nbytes / bandwidth
+    """One ring all-gather or reduce-scatter of an n-byte array: (p−1) α + (p−1)/p × n / B
+    (Lesson 7's cost model)."""
+    return float(collective_cost("all_gather", "ring", gpus).time(nbytes, alpha,
+                                                                    1 / bandwidth))
 
 
 @dataclass(frozen=True)
@@ -149,7 +142,7 @@ def bucketed_backward(layers: int, params_per_layer: float, tokens: float, flops
     sizes = np.diff(edges, prepend=0.0)
     backward_time = layers * layer_time
     ready = edges / total_bytes * backward_time
-    durations = ring_allreduce_seconds(sizes, gpus, bandwidth, alpha)
+    durations = ring_allreduce_time(gpus, sizes, alpha, 1 / bandwidth)
     running = np.cumsum(durations)
     end = running + np.maximum.accumulate(ready - (running - durations))
     start = end - durations
@@ -459,7 +452,7 @@ class OverlapModel(FigureModel):
         flops, bandwidth = self.tflops * 1e12, self.bandwidth_gbs * GB
         params = self.params_b * 1e9
         backward = BACKWARD_FLOPS_PER_PARAM_TOKEN * params * self.tokens / flops
-        allreduce = ring_allreduce_seconds(GRAD_BYTES * params, self.gpus, bandwidth, 0.0)
+        allreduce = ring_allreduce_time(self.gpus, GRAD_BYTES * params, 0.0, 1 / bandwidth)
         return OverlapOut(OVERLAP_TOKENS, overlap_ratio(OVERLAP_TOKENS, self.gpus,
                                                         bandwidth, flops),
                           overlap_threshold(self.gpus, bandwidth, flops), backward,

@@ -1,0 +1,271 @@
+"""The alpha-beta cost model of collectives (Lessons 7, 8, 9, 10 and 12).
+
+A message of m bytes over a link costs alpha + m * beta seconds: alpha is the latency
+(start-up) of one step, beta = 1 / bandwidth the seconds per byte. A collective on P ranks
+and n bytes is a number of steps; each step costs alpha plus the largest message one rank
+sends in it. So every algorithm is a `Cost(steps, volume)`:
+
+    time = steps * alpha + volume * n * beta
+
+with `volume` the bytes on the critical path in units of n:
+
+| algorithm (all-reduce)                  | steps            | volume                   |
+|-----------------------------------------|------------------|--------------------------|
+| ring                                    | 2(P-1)           | 2(P-1)/P                 |
+| recursive doubling, P = 2^k             | log2 P           | log2 P                   |
+| recursive doubling, other P (MPICH)     | floor(log2 P)+2  | floor(log2 P)+2          |
+| Rabenseifner, P = 2^k                   | 2 log2 P         | 2(P-1)/P                 |
+| Rabenseifner, other P (MPICH)           | 2 floor(log2 P)+2| 2(P'-1)/P' + 2           |
+
+P' is the largest power of two <= P: MPICH folds the first 2(P - P') ranks in pairs
+before the algorithm and unfolds them after it, one full-buffer step each way. (MPICH's
+comment writes 2(P-1)/P for the middle term; the data it moves is 2(P'-1)/P'.) Reduction
+arithmetic (gamma) is left out. Reduce-scatter and all-gather are half a ring:
+P-1 steps, volume (P-1)/P. These are the costs `gpuviz.models.collective_sim` schedules
+take step by step; the tests check both agree for P = 2..16.
+
+Hierarchical all-reduce on N nodes of G GPUs (P = N G): ring reduce-scatter inside each
+node over NVLink ((G-1) steps, (G-1)/G n), then G parallel ring all-reduces of the n/G
+shards across nodes over the network (2(N-1) steps, 2(N-1)/N n/G), then ring all-gather
+inside each node. A flat ring over all P GPUs waits for its network hops at every step:
+2(P-1) (alpha_net + n/P beta_net).
+
+Bus bandwidth as nccl-tests defines it: algbw = n / t; busbw = algbw * factor with factor
+2(P-1)/P for all-reduce, (P-1)/P for reduce-scatter, all-gather and all-to-all, 1 for
+broadcast and reduce (NVIDIA/nccl-tests doc/PERFORMANCE.md). It is the speed each link
+would need to run at for the ideal ring, so it compares with one link's bandwidth.
+
+Links (`Link`, `nvlink`, `network`) read latency and bandwidth from resources/hardware
+(`[links]` of each GPU file: NVLink per direction, one 400 Gb/s NIC per GPU; the
+latencies are assumptions marked `estimate = true` there).
+
+API for the other lessons (all pure, numbers in seconds and bytes):
+- `allreduce_cost(algorithm, p)` -> Cost; `Cost.time(n, alpha, beta)` works on arrays of n,
+  `Cost.time_on(link, n)` takes a `Link` (`nvlink(gpu_key)`, `network(gpu_key)`).
+- `allreduce_time(algorithm, p, n, alpha, beta)`; `ring_allreduce_time(p, n, alpha, beta)`.
+- `collective_cost(collective, algorithm, p, chunks)` for the six collectives.
+- `crossover(a, b, alpha, beta)` -> n where Cost a and b take the same time (or None).
+- `bus_bandwidth(collective, p, n, t)`, `algorithm_bandwidth(n, t)`, `BUS_FACTOR`.
+- `hierarchical_allreduce(n, nodes, gpus_per_node, intra, inter)` -> phases and total;
+  `flat_ring_allreduce(n, nodes, gpus_per_node, intra, inter)`;
+  `network_lower_bound(n, nodes, gpus_per_node, inter)`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuviz.data.hardware import DEFAULT_GPU, gpu
+from gpuviz.models.collective_sim import floor_power_of_two, is_power_of_two
+
+US = 1e-6
+GB = 1e9  # bytes; link bandwidths in the data files are GB/s (10^9 bytes per second)
+ALLREDUCE_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link with latency alpha (s) and bandwidth (B/s); beta = 1 / bandwidth."""
+
+    name: str
+    alpha: float
+    bandwidth: float
+
+    @property
+    def beta(self) -> float:
+        return 1.0 / self.bandwidth
+
+
+def nvlink(gpu_key: str = DEFAULT_GPU) -> Link:
+    """The GPU's NVLink, per direction, with the assumed per-step latency."""
+    g = gpu(gpu_key)
+    return Link("NVLink", g["links.nvlink_latency_us"] * US, g["links.nvlink_gbs"] * GB)
+
+
+def network(gpu_key: str = DEFAULT_GPU) -> Link:
+    """One NIC per GPU (per direction), with the assumed per-step network latency."""
+    g = gpu(gpu_key)
+    return Link("network", g["links.nic_latency_us"] * US, g["links.nic_gbs"] * GB)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """steps * alpha + volume * n * beta."""
+
+    steps: int
+    volume: float
+
+    def time(self, n: float | np.ndarray, alpha: float, beta: float) -> float | np.ndarray:
+        return self.steps * alpha + self.volume * n * beta
+
+    def time_on(self, link: Link, n: float | np.ndarray) -> float | np.ndarray:
+        """The time over one kind of link, e.g. `ring_allreduce_cost(8).time_on(nvlink(), n)`."""
+        return self.time(n, link.alpha, link.beta)
+
+
+def ring_allreduce_cost(p: int) -> Cost:
+    return Cost(2 * (p - 1), 2 * (p - 1) / p)
+
+
+def recursive_doubling_cost(p: int) -> Cost:
+    levels = floor_power_of_two(p).bit_length() - 1
+    extra = 0 if is_power_of_two(p) else 2
+    return Cost(levels + extra, float(levels + extra))
+
+
+def rabenseifner_cost(p: int) -> Cost:
+    q = floor_power_of_two(p)
+    levels = q.bit_length() - 1
+    extra = 0 if is_power_of_two(p) else 2
+    return Cost(2 * levels + extra, 2 * (q - 1) / q + extra)
+
+
+_ALLREDUCE = {"ring": ring_allreduce_cost, "recursive_doubling": recursive_doubling_cost,
+              "rabenseifner": rabenseifner_cost}
+
+
+def allreduce_cost(algorithm: str, p: int) -> Cost:
+    """Cost of "ring", "recursive_doubling" or "rabenseifner" all-reduce on P ranks."""
+    return _ALLREDUCE[algorithm](p)
+
+
+def allreduce_time(algorithm: str, p: int, n: float | np.ndarray, alpha: float,
+                   beta: float) -> float | np.ndarray:
+    return allreduce_cost(algorithm, p).time(n, alpha, beta)
+
+
+def ring_allreduce_time(p: int, n: float | np.ndarray, alpha: float,
+                        beta: float) -> float | np.ndarray:
+    """2(P-1) alpha + 2(P-1)/P n beta."""
+    return ring_allreduce_cost(p).time(n, alpha, beta)
+
+
+def collective_cost(collective: str, algorithm: str, p: int, chunks: int | None = None
+                    ) -> Cost:
+    """Cost of a single-link algorithm of `gpuviz.models.collective_sim` (not
+    hierarchical: see `hierarchical_allreduce`). `chunks` is the pipeline depth of the
+    ring broadcast and reduce (default P)."""
+    c = chunks or p
+    levels = math.ceil(math.log2(p)) if p > 1 else 0
+    if collective in ("broadcast", "reduce"):
+        if algorithm == "ring":  # a pipelined chain: P - 1 + C - 1 steps of n / C
+            return Cost(p + c - 2, (p + c - 2) / c)
+        return Cost(levels, float(levels))  # binomial tree of whole buffers
+    if collective == "all_reduce":
+        return allreduce_cost(algorithm, p)
+    if collective in ("reduce_scatter", "all_gather"):
+        if algorithm == "ring":
+            return Cost(p - 1, (p - 1) / p)
+        return Cost(levels, (p - 1) / p)  # recursive halving or doubling, P = 2^k
+    if collective == "all_to_all":
+        rounds = p - 1 if p % 2 == 0 else p  # in-place pairwise swaps
+        return Cost(rounds, rounds / p)
+    raise ValueError(f"unknown collective {collective!r}")
+
+
+def crossover(a: Cost, b: Cost, alpha: float, beta: float) -> float | None:
+    """The message size (bytes) where a and b take the same time, or None when one is
+    never slower than the other for n > 0."""
+    dv = (a.volume - b.volume) * beta
+    ds = (b.steps - a.steps) * alpha
+    if dv == 0 or ds == 0:
+        return None
+    n = ds / dv
+    return n if n > 0 else None
+
+
+# --- bandwidths -------------------------------------------------------------------------
+BUS_FACTOR = {
+    "all_reduce": lambda p: 2 * (p - 1) / p,
+    "reduce_scatter": lambda p: (p - 1) / p,
+    "all_gather": lambda p: (p - 1) / p,
+    "all_to_all": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+    "reduce": lambda p: 1.0,
+}
+
+
+def algorithm_bandwidth(n: float, t: float) -> float:
+    """algbw = n / t (B/s); n is the full buffer (for all-gather, the gathered one)."""
+    return n / t
+
+
+def bus_bandwidth(collective: str, p: int, n: float, t: float) -> float:
+    """busbw = algbw * the nccl-tests factor of the collective (B/s)."""
+    return algorithm_bandwidth(n, t) * BUS_FACTOR[collective](p)
+
+
+# --- hierarchical vs flat across nodes --------------------------------------------------
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    link: str  # "NVLink" or "network"
+    steps: int
+    step_time: float  # s, alpha + bytes per step * beta
+    start: float  # s from the start of the collective
+
+    @property
+    def time(self) -> float:
+        return self.steps * self.step_time
+
+    @property
+    def end(self) -> float:
+        return self.start + self.time
+
+
+@dataclass(frozen=True)
+class MultiNode:
+    phases: tuple[Phase, ...]
+    total: float  # s
+
+    def bus_bandwidth(self, n: float, ranks: int) -> float:
+        return bus_bandwidth("all_reduce", ranks, n, self.total)
+
+
+def _without_latency(link: Link, latency: bool) -> Link:
+    return link if latency else Link(link.name, 0.0, link.bandwidth)
+
+
+def hierarchical_allreduce(n: float, nodes: int, gpus_per_node: int, intra: Link,
+                           inter: Link, latency: bool = True) -> MultiNode:
+    """Intra-node ring reduce-scatter, G parallel inter-node ring all-reduces of n/G
+    shards, intra-node ring all-gather, in sequence. `latency=False` drops the alphas."""
+    intra, inter = _without_latency(intra, latency), _without_latency(inter, latency)
+    g, big_n = gpus_per_node, nodes
+    phases, start = [], 0.0
+    plan = [("reduce-scatter in node", intra, g - 1, n / g),
+            ("all-reduce across nodes", inter, 2 * (big_n - 1), n / (g * big_n)),
+            ("all-gather in node", intra, g - 1, n / g)]
+    for name, link, steps, chunk in plan:
+        phase = Phase(name, link.name, steps, link.alpha + chunk * link.beta, start)
+        phases.append(phase)
+        start = phase.end
+    return MultiNode(tuple(phases), start)
+
+
+def flat_ring_allreduce(n: float, nodes: int, gpus_per_node: int, intra: Link,
+                        inter: Link, latency: bool = True) -> MultiNode:
+    """One ring through all P GPUs: each of its 2(P-1) steps lasts as long as its slowest
+    hop, a network hop when there is more than one node."""
+    p = nodes * gpus_per_node
+    link = _without_latency(inter if nodes > 1 else intra, latency)
+    steps = 2 * (p - 1)
+    phase = Phase("flat ring", link.name, steps, link.alpha + n / p * link.beta, 0.0)
+    return MultiNode((phase,), phase.end)
+
+
+def nvlink_hop_time(n: float, p: int, intra: Link, latency: bool = True) -> float:
+    """How long an NVLink hop of a flat ring takes in one step (it then waits)."""
+    intra = _without_latency(intra, latency)
+    return intra.alpha + n / p * intra.beta
+
+
+def network_lower_bound(n: float, nodes: int, gpus_per_node: int, inter: Link) -> float:
+    """The least time any all-reduce across nodes needs on the network: each node must
+    send 2(N-1)/N n bytes (the all-reduce bound for N parties) through its G NICs."""
+    if nodes < 2:
+        return 0.0
+    return 2 * (nodes - 1) / nodes * n / (gpus_per_node * inter.bandwidth)

@@ -1,0 +1,142 @@
+"""Figure 7.3: all-reduce time against message size for three algorithms (log-log)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
+from gpuviz.core.plots import Dots, brush, curve, pen, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import PredictReveal
+from gpuviz.models import collective_sim as cs
+from gpuviz.models.collectives import SIZE_MAX, SIZE_MIN, AlphaBetaOut
+from gpuviz.models.roofline import si_text, time_text
+
+X_RANGE = (math.log10(SIZE_MIN), math.log10(SIZE_MAX))
+STYLES = {"ring": ("network", Qt.SolidLine), "recursive_doubling": ("network", Qt.DashLine),
+          "rabenseifner": ("neutral", Qt.SolidLine)}
+MAX_CROSSINGS = 3  # pairs of three algorithms
+LABEL_STAGGER = 0.8  # decades between the feet of successive crossover labels
+
+
+class AlphaBetaView(FigureView):
+    def build(self) -> None:
+        for name in ("gpus", "link", "alpha_us", "bandwidth_gbs", "message_bytes"):
+            self.controls.add(name)
+        self.predict = PredictReveal(self.model, "guess_bytes", "revealed",
+                                     self.model.answer_text)
+        self.controls.add_widget(self.predict)
+
+        self.plot = plot_widget("Message size n (bytes, log scale)", "All-reduce time")
+        item = self.plot.getPlotItem()
+        item.setXRange(*X_RANGE, padding=0)
+        set_log_ticks(item.getAxis("bottom"), *X_RANGE)
+        item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
+                       labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
+                       brush=brush("background", 200))
+        self.curves = {a: curve(item, pen(role, 2.5, style), cs.ALGORITHM_NAMES[a])
+                       for a, (role, style) in STYLES.items()}
+        # Vertical lines drawn once from y = 0 to 1 in a unit we rescale: moved with setPos.
+        self.crossing_lines = [curve(item, pen("neutral", 1.5, Qt.DashLine))
+                               for _ in range(MAX_CROSSINGS)]
+        self.answer_line = curve(item, pen("neutral", 1.5, Qt.DashLine))
+        self.guess_line = curve(item, pen("text", 1.5, Qt.DotLine))
+        self.marker = curve(item, pen("highlight", 2.5))
+        self.dots = Dots(item, 3, 11, [theme.color(STYLES[a][0]) for a in STYLES],
+                         pen("text", 1.5))
+        self.labels = TextLayer(QRectF(X_RANGE[0], -12, X_RANGE[1] - X_RANGE[0], 20),
+                                keep_inside=True)
+        self.crossing_labels = [self.labels.add(size=9, role="text", anchor=(-0.05, 0))
+                                for _ in range(MAX_CROSSINGS)]
+        self.answer_label = self.labels.add(size=9, role="text", anchor=(-0.05, 0))
+        self.guess_label = self.labels.add(size=9, role="text", anchor=(-0.05, 1))
+        self.marker_label = self.labels.add(size=9, role="highlight", bold=True,
+                                            anchor=(-0.05, 1))
+        item.addItem(self.labels)
+        self._y_range: tuple[int, int] | None = None
+        self.add_plot(self.plot)
+
+    def _vertical(self, line, x: float) -> None:  # noqa: ANN001 - a Curve
+        low, high = self._y_range
+        if self.needs_update(line, (x, low, high)):
+            line.set_data([x, x], [low, high])
+
+    def refresh(self) -> None:
+        out: AlphaBetaOut = self.model.out
+        log_n = np.log10(out.sizes)
+        log_t = {a: np.log10(t) for a, t in out.times.items()}
+        low = math.floor(min(float(t[0]) for t in log_t.values()))
+        high = math.ceil(max(float(t[-1]) for t in log_t.values()))
+        if (low, high) != self._y_range:  # moves in whole decades only
+            self._y_range = (low, high)
+            item = self.plot.getPlotItem()
+            item.setYRange(low, high, padding=0)
+            set_time_ticks(item.getAxis("left"), low, high)
+            self.labels.set_bounds(QRectF(X_RANGE[0], low, X_RANGE[1] - X_RANGE[0],
+                                          high - low))
+        if self.needs_update("curves", (out.ranks, out.alpha, out.beta)):
+            for a, c in self.curves.items():
+                c.set_data(log_n, log_t[a])
+        # Crossovers that change the winner; the one to predict waits for Reveal.
+        shown = [(a, b, n) for a, b, n in out.crossings_shown(self.model.revealed)]
+        for i, (line, label) in enumerate(zip(self.crossing_lines, self.crossing_labels,
+                                              strict=True)):
+            if i < len(shown):
+                a, b, n = shown[i]
+                x = math.log10(n)
+                self._vertical(line, x)
+                label.setText(f"{_short(a)}/{_short(b)}\n{si_text(n, 'B')}")
+                label.setPos(x, low + LABEL_STAGGER * i)  # apart when lines are close
+                label.setVisible(True)
+            else:
+                if self.needs_update(line, None):
+                    line.set_data([], [])
+                label.setVisible(False)
+        guess = math.log10(self.model.guess_bytes)
+        self._vertical(self.guess_line, guess)
+        self.guess_label.setText(f"your guess {si_text(self.model.guess_bytes, 'B')}")
+        self.guess_label.setPos(guess, high)
+        answer = out.rd_rab if self.model.revealed else None
+        if answer is not None and not out.rd_rab_shown():
+            # Revealed but not a change of winner: still show where the two cross.
+            x = math.log10(answer) if SIZE_MIN <= answer <= SIZE_MAX else math.nan
+            self._vertical(self.answer_line, x)
+            self.answer_label.setText(f"RD/Rab. {si_text(answer, 'B')}")
+            self.answer_label.setPos(x, low + LABEL_STAGGER * len(shown))
+            self.answer_label.setVisible(math.isfinite(x))
+        else:
+            if self.needs_update(self.answer_line, None):
+                self.answer_line.set_data([], [])
+            self.answer_label.setVisible(False)
+
+        n = self.model.message_bytes
+        x = math.log10(n)
+        self._vertical(self.marker, x)
+        self.dots.set_points([x] * 3, [math.log10(out.at_marker[a]) for a in STYLES])
+        best = out.winner
+        self.marker_label.setText(f"n = {si_text(n, 'B')}\n{cs.ALGORITHM_NAMES[best]} "
+                                  f"{time_text(out.at_marker[best])}")
+        self.marker_label.setPos(x, high)
+        self.predict.sync()
+        self.message.show_message(self._describe(out))
+
+    def _describe(self, out: AlphaBetaOut) -> str:
+        ratio = out.alpha / out.beta
+        base = (f"α/β = {si_text(ratio, 'B')}: below a few α/β the step count decides, "
+                "above it the bytes do.")
+        if out.power_of_two:
+            return (base + f" P = {out.ranks} is a power of two, so Rabenseifner is never "
+                    "slower than the ring in this model.")
+        q = cs.floor_power_of_two(out.ranks)
+        return (base + f" P = {out.ranks} is not a power of two: recursive doubling and "
+                f"Rabenseifner fold {out.ranks - q} pairs in and out (two extra full-buffer "
+                "steps), so the ring wins large messages.")
+
+
+def _short(algorithm: str) -> str:
+    return {"ring": "ring", "recursive_doubling": "RD", "rabenseifner": "Rab."}[algorithm]
