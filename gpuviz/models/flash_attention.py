@@ -64,7 +64,7 @@ def naive_softmax_average(scores: np.ndarray, values: np.ndarray) -> tuple[float
     e^x overflows to inf for x > 709.78 in float64; inf/inf is NaN. That failure is what
     figure 4.1 shows, so numpy's overflow warnings are silenced here and only here.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         e = np.exp(np.asarray(scores, dtype=np.float64))
         total = float(e.sum())
         result = float((e * values).sum() / total)
@@ -176,8 +176,10 @@ class StepperState:
     trace: OnlineSoftmaxTrace
     done: int  # blocks processed so far
     exact: float
-    naive_sum: float
+    naive_sum: float  # the naive formula over the whole row
     naive_result: float
+    naive_sums: np.ndarray  # ... over the scores read after 0, 1, ..., K blocks
+    naive_results: np.ndarray
 
     @property
     def finished(self) -> bool:
@@ -224,8 +226,15 @@ class OnlineSoftmaxModel(SteppedModel):
             scores[causal_query(self.n_scores, self.block_size) + 1:] = -np.inf
         trace = online_softmax_trace(scores, values, self.block_size, reverse=self.causal)
         naive_sum, naive_result = naive_softmax_average(scores, values)
+        # The naive formula over what has been read so far: where it overflows (or, over
+        # masked scores only, divides 0 by 0).
+        partial = [naive_softmax_average(scores[seen], values[seen])
+                   for seen in (trace.visit[None, :] <= np.arange(1, trace.blocks + 1)[:, None])]
+        sums = np.array([0.0] + [p[0] for p in partial])
+        results = np.array([math.nan] + [p[1] for p in partial])
         return StepperState(trace, min(self._step, trace.blocks),
-                            safe_softmax_average(scores, values), naive_sum, naive_result)
+                            safe_softmax_average(scores, values), naive_sum, naive_result,
+                            sums, results)
 
     def readouts(self) -> dict[str, Readout]:
         s = self.out
@@ -241,7 +250,7 @@ class OnlineSoftmaxModel(SteppedModel):
             "m": Readout("Running max m", _text_if_not_finite(float(t.m[k])), digits=4),
             "l": Readout("Running sum l", float(t.l[k]), digits=4),
             "o": Readout("Running output o", float(t.o[k]), digits=6),
-            "rescale": Readout("Last rescale exp(m_old − m_new)", factor, digits=4),
+            "rescale": Readout("Last rescale f", factor, digits=4),
             "exact": Readout("Exact softmax average", s.exact, digits=6),
             "difference": Readout("|online − exact| at the end", s.difference, digits=2),
             "naive_sum": Readout("Naive Σ e^x", _text_if_not_finite(s.naive_sum), digits=4),
@@ -473,7 +482,8 @@ class FlashTilingModel(SteppedModel):
         sch = s.schedule
         final = s.flash if self.mode == "flash" else s.standard
         std_total, flash_total = sum(s.standard), sum(s.flash)
-        phase = PHASE_NAMES[int(sch.phase[s.done - 1])] if s.done else "not started"
+        phase = ("finished" if s.finished else PHASE_NAMES[int(sch.phase[s.done - 1])]
+                 if s.done else "not started")
         return {
             "step": Readout("Step", f"{s.done} of {sch.steps}"),
             "phase": Readout("Doing", phase),
