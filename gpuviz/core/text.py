@@ -16,6 +16,7 @@ refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -280,3 +281,161 @@ class TextLayer(pg.GraphicsObject):
             for i, static in enumerate(label.lines):
                 painter.drawStaticText(QPointF(left, top + i * line_height), static)
         painter.restore()
+
+
+def _segments_cross(segments: np.ndarray, rects: np.ndarray) -> np.ndarray:
+    """(S, C) booleans: does segment s (x0, y0, x1, y1) cross rectangle c (left, top,
+    right, bottom)? Liang-Barsky clipping, all pairs at once; pixels in, no Qt."""
+    x0, y0 = segments[:, 0:1], segments[:, 1:2]
+    dx, dy = segments[:, 2:3] - x0, segments[:, 3:4] - y0
+    left, top, right, bottom = (rects[None, :, i] for i in range(4))
+    low = np.zeros((segments.shape[0], rects.shape[0]))
+    high = np.ones_like(low)
+    inside = np.ones(low.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
+            p = np.broadcast_to(p, low.shape)
+            q = np.broadcast_to(q, low.shape)
+            inside &= ~((p == 0) & (q < 0))
+            t = q / p
+            low = np.where(p < 0, np.maximum(low, t), low)
+            high = np.where(p > 0, np.minimum(high, t), high)
+    return inside & (low <= high)
+
+
+class PlacedTextLayer(TextLayer):
+    """A TextLayer that places each label where it covers the least: every label has
+    candidate places (data x, data y, anchor), and the one chosen is the first that
+    keeps off the labels placed before it (creation order, or `set_order`, is priority),
+    off the lines and dots given by `set_obstacles` and inside the visible plot; failing
+    that, the one that costs least (a label covered costs most, then a line or a dot, a
+    faint line little, and each step down the candidate list a little). Placement is in
+    pixels, done while painting and cached until the view's transform, a label or an
+    obstacle changes, so a repaint that moves nothing costs no placement."""
+
+    DOT_PAD = 2.0  # pixels around an obstacle dot
+    COSTS = {"outside": 100.0, "label": 10.0, "line": 4.0, "dot": 4.0, "faint": 0.5,
+             "rank": 0.2}
+
+    def __init__(self, bounds: QRectF) -> None:
+        super().__init__(bounds, keep_inside=True)
+        self._candidates: dict[int, list[tuple[float, float, float, float]]] = {}
+        self._segments = np.zeros((0, 4))
+        self._faint = np.zeros((0, 4))
+        self._dots = np.zeros((0, 2))
+        self._order: list[LayerLabel] = []
+        self._dot_size = 0.0
+        self._key: tuple | None = None
+        self._placed: list[tuple[float, float] | None] = []
+
+    def set_candidates(self, label: LayerLabel,
+                       places: list[tuple[float, float, float, float]]) -> None:
+        """(x, y, ax, ay) in data units and anchor fractions, the preferred first."""
+        places = [tuple(float(v) for v in place) for place in places]
+        if self._candidates.get(id(label)) != places:
+            self._candidates[id(label)] = places
+            self.update()
+
+    def set_order(self, labels: list[LayerLabel]) -> None:
+        """Place these labels first, in this order (say, the selected point's)."""
+        if [id(label) for label in labels] != [id(label) for label in self._order]:
+            self._order = list(labels)
+            self.update()
+
+    def set_obstacles(self, segments: np.ndarray, dots: np.ndarray | None = None,
+                      dot_size: float = 0.0, faint: np.ndarray | None = None) -> None:
+        """Line pieces (x0, y0, x1, y1), dots (x, y, `dot_size` pixels across) and faint
+        line pieces (dashed guides a label may cross), data units; NaN rows are ignored."""
+        def rows(array: np.ndarray | None, width: int) -> np.ndarray:
+            array = np.zeros((0, width)) if array is None else np.asarray(
+                array, dtype=float).reshape(-1, width)
+            return array[np.isfinite(array).all(axis=1)]
+
+        segments, dots, faint = rows(segments, 4), rows(dots, 2), rows(faint, 4)
+        if (not np.array_equal(segments, self._segments) or not np.array_equal(
+                dots, self._dots) or dot_size != self._dot_size
+                or not np.array_equal(faint, self._faint)):
+            self._segments, self._dots, self._dot_size = segments, dots, dot_size
+            self._faint = faint
+            self.update()
+
+    def _place(self, transform: QTransform, area: QRectF) -> list[tuple[float, float] | None]:
+        m11, m22, dx, dy = transform.m11(), transform.m22(), transform.dx(), transform.dy()
+        seg = self._segments * [m11, m22, m11, m22] + [dx, dy, dx, dy]
+        faint = self._faint * [m11, m22, m11, m22] + [dx, dy, dx, dy]
+        costs = self.COSTS
+        half = self._dot_size / 2 + self.DOT_PAD
+        dots = self._dots * [m11, m22] + [dx, dy]
+        dot_boxes = np.column_stack([dots - half, dots + half]) if len(dots) else None
+        bounds = (area.left(), area.top(), area.right(), area.bottom())
+        placed: dict[int, tuple[float, float] | None] = {}
+        taken: list[tuple[float, float, float, float]] = []
+        first = [label for label in self._order if label in self.labels]
+        for label in first + [label for label in self.labels if label not in first]:
+            if not label.visible or not label.text:
+                placed[id(label)] = None
+                continue
+            places = self._candidates.get(id(label)) or [(label.x, label.y, *label.anchor)]
+            w, h = label.width, label.height
+            boxes = []
+            for x, y, ax, ay in places:
+                px, py = m11 * x + dx, m22 * y + dy
+                left = px - ax * (w + 2 * TEXT_MARGIN) + TEXT_MARGIN
+                top = py - ay * (h + 2 * TEXT_MARGIN) + TEXT_MARGIN
+                boxes.append((left, top, left + w, top + h))
+            rects = np.array(boxes)
+            cost = np.arange(len(places)) * costs["rank"]
+            outside = ((rects[:, 0] < bounds[0]) | (rects[:, 1] < bounds[1])
+                       | (rects[:, 2] > bounds[2]) | (rects[:, 3] > bounds[3]))
+            cost = cost + costs["outside"] * outside
+            if taken:
+                other = np.array(taken)
+                cost = cost + costs["label"] * _overlaps(rects, other).sum(axis=1)
+            if len(seg):
+                cost = cost + costs["line"] * _segments_cross(seg, rects).sum(axis=0)
+            if len(faint):
+                cost = cost + costs["faint"] * _segments_cross(faint, rects).sum(axis=0)
+            if dot_boxes is not None:
+                cost = cost + costs["dot"] * _overlaps(rects, dot_boxes).sum(axis=1)
+            best = int(np.argmin(cost))
+            left, top, right, bottom = boxes[best]
+            if outside[best]:  # slide back inside rather than be cut
+                left, top = fit_inside(left - TEXT_MARGIN, top - TEXT_MARGIN, w, h, (0, 0),
+                                       area, flip=False)
+                right, bottom = left + w, top + h
+            placed[id(label)] = (left, top)
+            taken.append((left, top, right, bottom))
+        return [placed[id(label)] for label in self.labels]
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        transform = painter.transform()
+        area = transform.mapRect(self.visible_area())
+        key = (transform.m11(), transform.m22(), transform.dx(), transform.dy(),
+               area.getRect(), self._segments.tobytes(), self._dots.tobytes(),
+               self._faint.tobytes(), tuple(id(label) for label in self._order),
+               tuple((label.text, label.x, label.y, label.visible, label.width)
+                     for label in self.labels),
+               tuple(tuple(v) for v in self._candidates.values()))
+        if key != self._key:
+            self._key = key
+            self._placed = self._place(transform, area)
+        painter.save()
+        painter.resetTransform()
+        font = None
+        for label, spot in zip(self.labels, self._placed, strict=True):
+            if spot is None or not label.visible or not label.text:
+                continue
+            if label.font is not font:
+                font = label.font
+                painter.setFont(font)
+            painter.setPen(label.color)
+            line_height = label.metrics.height()
+            for i, static in enumerate(label.lines):
+                painter.drawStaticText(QPointF(spot[0], spot[1] + i * line_height), static)
+        painter.restore()
+
+
+def _overlaps(rects: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(R, O) booleans: rectangles (left, top, right, bottom) that overlap."""
+    return ((rects[:, None, 0] < others[None, :, 2]) & (others[None, :, 0] < rects[:, None, 2])
+            & (rects[:, None, 1] < others[None, :, 3]) & (others[None, :, 1] < rects[:, None, 3]))
