@@ -314,7 +314,7 @@ class PlacedTextLayer(TextLayer):
     obstacle changes, so a repaint that moves nothing costs no placement."""
 
     DOT_PAD = 2.0  # pixels around an obstacle dot
-    COSTS = {"outside": 100.0, "label": 10.0, "line": 4.0, "dot": 4.0, "faint": 0.5,
+    COSTS = {"outside": 0.05, "label": 40.0, "line": 4.0, "dot": 4.0, "faint": 0.5,
              "rank": 0.2}
 
     def __init__(self, bounds: QRectF) -> None:
@@ -384,10 +384,14 @@ class PlacedTextLayer(TextLayer):
                 top = py - ay * (h + 2 * TEXT_MARGIN) + TEXT_MARGIN
                 boxes.append((left, top, left + w, top + h))
             rects = np.array(boxes)
-            cost = np.arange(len(places)) * costs["rank"]
-            outside = ((rects[:, 0] < bounds[0]) | (rects[:, 1] < bounds[1])
-                       | (rects[:, 2] > bounds[2]) | (rects[:, 3] > bounds[3]))
-            cost = cost + costs["outside"] * outside
+            # A place that runs past an edge slides back inside; the slide costs a little
+            # per pixel, so a place that fits as it is wins over one pushed into place.
+            width, height = rects[:, 2] - rects[:, 0], rects[:, 3] - rects[:, 1]
+            left = np.clip(rects[:, 0], bounds[0], np.maximum(bounds[0], bounds[2] - width))
+            top = np.clip(rects[:, 1], bounds[1], np.maximum(bounds[1], bounds[3] - height))
+            slide = np.abs(left - rects[:, 0]) + np.abs(top - rects[:, 1])
+            rects = np.column_stack([left, top, left + width, top + height])
+            cost = np.arange(len(places)) * costs["rank"] + costs["outside"] * slide
             if taken:
                 other = np.array(taken)
                 cost = cost + costs["label"] * _overlaps(rects, other).sum(axis=1)
@@ -398,11 +402,7 @@ class PlacedTextLayer(TextLayer):
             if dot_boxes is not None:
                 cost = cost + costs["dot"] * _overlaps(rects, dot_boxes).sum(axis=1)
             best = int(np.argmin(cost))
-            left, top, right, bottom = boxes[best]
-            if outside[best]:  # slide back inside rather than be cut
-                left, top = fit_inside(left - TEXT_MARGIN, top - TEXT_MARGIN, w, h, (0, 0),
-                                       area, flip=False)
-                right, bottom = left + w, top + h
+            left, top, right, bottom = rects[best].tolist()
             placed[id(label)] = (left, top)
             taken.append((left, top, right, bottom))
         return [placed[id(label)] for label in self.labels]

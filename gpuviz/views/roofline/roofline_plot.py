@@ -39,9 +39,10 @@ LABEL_ANCHORS = {
     "prefill_attention": (1.08, -0.1),
     "prefill_matmul": (0.15, 1.25),
 }
-# The sides of a point, nearest first.
+# The sides of a point, nearest first, then a line further out (a crowded cluster).
 AROUND = ((-0.08, 0.5), (1.08, 0.5), (-0.05, 1.05), (1.05, -0.05), (1.05, 1.05),
-          (-0.05, -0.05), (0.5, 1.2), (0.5, -0.2))
+          (-0.05, -0.05), (0.5, 1.2), (0.5, -0.2), (-0.05, -1.1), (1.05, 2.1),
+          (-0.05, 2.1), (1.05, -1.1), (0.5, 2.3), (0.5, -1.3))
 
 
 class DraggablePoints(pg.ScatterPlotItem):
