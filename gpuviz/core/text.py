@@ -322,18 +322,19 @@ class PlacedTextLayer(TextLayer):
         self._candidates: dict[int, list[tuple[float, float, float, float]]] = {}
         self._segments = np.zeros((0, 4))
         self._faint = np.zeros((0, 4))
+        self._moving = np.zeros((0, 4))
         self._dots = np.zeros((0, 2))
         self._order: list[LayerLabel] = []
         self._dot_size = 0.0
         self._key: tuple | None = None
-        self._placed: list[tuple[float, float] | None] = []
+        self._rects: dict[int, tuple[float, float, float, float]] = {}
+        self._label_keys: dict[int, tuple] = {}
 
     def set_candidates(self, label: LayerLabel,
                        places: list[tuple[float, float, float, float]]) -> None:
         """(x, y, ax, ay) in data units and anchor fractions, the preferred first."""
-        places = [tuple(float(v) for v in place) for place in places]
         if self._candidates.get(id(label)) != places:
-            self._candidates[id(label)] = places
+            self._candidates[id(label)] = list(places)
             self.update()
 
     def set_order(self, labels: list[LayerLabel]) -> None:
@@ -343,96 +344,103 @@ class PlacedTextLayer(TextLayer):
             self.update()
 
     def set_obstacles(self, segments: np.ndarray, dots: np.ndarray | None = None,
-                      dot_size: float = 0.0, faint: np.ndarray | None = None) -> None:
-        """Line pieces (x0, y0, x1, y1), dots (x, y, `dot_size` pixels across) and faint
-        line pieces (dashed guides a label may cross), data units; NaN rows are ignored."""
+                      dot_size: float = 0.0, faint: np.ndarray | None = None,
+                      moving: np.ndarray | None = None) -> None:
+        """Line pieces (x0, y0, x1, y1), dots (x, y, `dot_size` pixels across), faint
+        line pieces (dashed guides a label may cross) and moving line pieces (a line that
+        follows a slider), data units; NaN rows are ignored. Dots and moving lines count
+        when a label is placed but do not move the others by themselves (a dragged dot or
+        line moves its own label only)."""
         def rows(array: np.ndarray | None, width: int) -> np.ndarray:
             array = np.zeros((0, width)) if array is None else np.asarray(
                 array, dtype=float).reshape(-1, width)
             return array[np.isfinite(array).all(axis=1)]
 
         segments, dots, faint = rows(segments, 4), rows(dots, 2), rows(faint, 4)
-        if (not np.array_equal(segments, self._segments) or not np.array_equal(
-                dots, self._dots) or dot_size != self._dot_size
-                or not np.array_equal(faint, self._faint)):
-            self._segments, self._dots, self._dot_size = segments, dots, dot_size
-            self._faint = faint
+        self._moving = rows(moving, 4)
+        if not np.array_equal(segments, self._segments) or not np.array_equal(
+                faint, self._faint):
+            self._segments, self._faint = segments, faint
             self.update()
+        self._dots, self._dot_size = dots, dot_size
 
-    def _place(self, transform: QTransform, area: QRectF) -> list[tuple[float, float] | None]:
+    def _place_one(self, label: LayerLabel, taken: list[tuple[float, float, float, float]],
+                   transform: QTransform, area: QRectF) -> tuple[float, float, float, float]:
+        """The chosen rectangle (left, top, right, bottom, pixels) of one label."""
         m11, m22, dx, dy = transform.m11(), transform.m22(), transform.dx(), transform.dy()
-        seg = self._segments * [m11, m22, m11, m22] + [dx, dy, dx, dy]
-        faint = self._faint * [m11, m22, m11, m22] + [dx, dy, dx, dy]
         costs = self.COSTS
-        half = self._dot_size / 2 + self.DOT_PAD
-        dots = self._dots * [m11, m22] + [dx, dy]
-        dot_boxes = np.column_stack([dots - half, dots + half]) if len(dots) else None
-        bounds = (area.left(), area.top(), area.right(), area.bottom())
-        placed: dict[int, tuple[float, float] | None] = {}
-        taken: list[tuple[float, float, float, float]] = []
-        first = [label for label in self._order if label in self.labels]
-        for label in first + [label for label in self.labels if label not in first]:
-            if not label.visible or not label.text:
-                placed[id(label)] = None
-                continue
-            places = self._candidates.get(id(label)) or [(label.x, label.y, *label.anchor)]
-            w, h = label.width, label.height
-            boxes = []
-            for x, y, ax, ay in places:
-                px, py = m11 * x + dx, m22 * y + dy
-                left = px - ax * (w + 2 * TEXT_MARGIN) + TEXT_MARGIN
-                top = py - ay * (h + 2 * TEXT_MARGIN) + TEXT_MARGIN
-                boxes.append((left, top, left + w, top + h))
-            rects = np.array(boxes)
-            # A place that runs past an edge slides back inside; the slide costs a little
-            # per pixel, so a place that fits as it is wins over one pushed into place.
-            width, height = rects[:, 2] - rects[:, 0], rects[:, 3] - rects[:, 1]
-            left = np.clip(rects[:, 0], bounds[0], np.maximum(bounds[0], bounds[2] - width))
-            top = np.clip(rects[:, 1], bounds[1], np.maximum(bounds[1], bounds[3] - height))
-            slide = np.abs(left - rects[:, 0]) + np.abs(top - rects[:, 1])
-            rects = np.column_stack([left, top, left + width, top + height])
-            cost = np.arange(len(places)) * costs["rank"] + costs["outside"] * slide
-            if taken:
-                other = np.array(taken)
-                cost = cost + costs["label"] * _overlaps(rects, other).sum(axis=1)
-            if len(seg):
-                cost = cost + costs["line"] * _segments_cross(seg, rects).sum(axis=0)
-            if len(faint):
-                cost = cost + costs["faint"] * _segments_cross(faint, rects).sum(axis=0)
-            if dot_boxes is not None:
-                cost = cost + costs["dot"] * _overlaps(rects, dot_boxes).sum(axis=1)
-            best = int(np.argmin(cost))
-            left, top, right, bottom = rects[best].tolist()
-            placed[id(label)] = (left, top)
-            taken.append((left, top, right, bottom))
-        return [placed[id(label)] for label in self.labels]
+        places = np.array(self._candidates.get(id(label))
+                          or [(label.x, label.y, *label.anchor)], dtype=float)
+        w, h = label.width, label.height
+        left = m11 * places[:, 0] + dx - places[:, 2] * (w + 2 * TEXT_MARGIN) + TEXT_MARGIN
+        top = m22 * places[:, 1] + dy - places[:, 3] * (h + 2 * TEXT_MARGIN) + TEXT_MARGIN
+        # A place that runs past an edge slides back inside; the slide costs a little per
+        # pixel, so a place that fits as it is wins over one pushed into place.
+        x0, y0, x1, y1 = area.left(), area.top(), area.right(), area.bottom()
+        slid_left = np.clip(left, x0, max(x0, x1 - w))
+        slid_top = np.clip(top, y0, max(y0, y1 - h))
+        cost = (np.arange(len(places)) * costs["rank"]
+                + costs["outside"] * (np.abs(slid_left - left) + np.abs(slid_top - top)))
+        rects = np.column_stack([slid_left, slid_top, slid_left + w, slid_top + h])
+        scale, shift = [m11, m22, m11, m22], [dx, dy, dx, dy]
+        lines = np.vstack([self._segments, self._moving])
+        if len(lines):
+            cost += costs["line"] * _segments_cross(lines * scale + shift, rects).sum(axis=0)
+        if len(self._faint):
+            cost += costs["faint"] * _segments_cross(self._faint * scale + shift,
+                                                     rects).sum(axis=0)
+        if len(self._dots):
+            dots = self._dots * [m11, m22] + [dx, dy]
+            half = self._dot_size / 2 + self.DOT_PAD
+            cost += costs["dot"] * _overlaps(rects, np.column_stack(
+                [dots - half, dots + half])).sum(axis=1)
+        if taken:
+            cost += costs["label"] * _overlaps(rects, np.array(taken)).sum(axis=1)
+        return tuple(rects[int(np.argmin(cost))].tolist())
 
     def paint(self, painter: QPainter, *args: object) -> None:
         transform = painter.transform()
         area = transform.mapRect(self.visible_area())
-        key = (transform.m11(), transform.m22(), transform.dx(), transform.dy(),
-               area.getRect(), self._segments.tobytes(), self._dots.tobytes(),
-               self._faint.tobytes(), tuple(id(label) for label in self._order),
-               tuple((label.text, label.x, label.y, label.visible, label.width)
-                     for label in self.labels),
-               tuple(tuple(v) for v in self._candidates.values()))
-        if key != self._key:
-            self._key = key
-            self._placed = self._place(transform, area)
+        shown = [label for label in self.labels if label.visible and label.text]
+        scene = (transform.m11(), transform.m22(), transform.dx(), transform.dy(),
+                 area.getRect(), self._segments.tobytes(), self._faint.tobytes(),
+                 tuple(id(label) for label in self._order), tuple(map(id, shown)))
+        keys = {id(label): (label.text, label.width, label.x, label.y,
+                            tuple(self._candidates.get(id(label), ()))) for label in shown}
+        if scene != self._key:
+            # Everything again, in priority order.
+            self._key = scene
+            first = [label for label in self._order if label in shown]
+            self._rects = {}
+            for label in first + [label for label in shown if label not in first]:
+                self._rects[id(label)] = self._place_one(
+                    label, list(self._rects.values()), transform, area)
+        else:
+            # Only the labels that changed move; the others stay where they are.
+            for label in shown:
+                if keys[id(label)] != self._label_keys.get(id(label)):
+                    others = [rect for key, rect in self._rects.items() if key != id(label)]
+                    self._rects[id(label)] = self._place_one(label, others, transform, area)
+        self._label_keys = keys
         painter.save()
         painter.resetTransform()
         font = None
-        for label, spot in zip(self.labels, self._placed, strict=True):
-            if spot is None or not label.visible or not label.text:
-                continue
+        for label in shown:
+            left, top = self._rects[id(label)][:2]
             if label.font is not font:
                 font = label.font
                 painter.setFont(font)
             painter.setPen(label.color)
             line_height = label.metrics.height()
             for i, static in enumerate(label.lines):
-                painter.drawStaticText(QPointF(spot[0], spot[1] + i * line_height), static)
+                painter.drawStaticText(QPointF(left, top + i * line_height), static)
         painter.restore()
+
+    @property
+    def _placed(self) -> list[tuple[float, float] | None]:
+        """Where each label was last drawn (top-left pixel corner), None when hidden."""
+        return [self._rects[id(label)][:2] if id(label) in self._rects
+                and label.visible and label.text else None for label in self.labels]
 
 
 def _overlaps(rects: np.ndarray, others: np.ndarray) -> np.ndarray:

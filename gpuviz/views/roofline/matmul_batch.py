@@ -174,12 +174,12 @@ class MatmulBatchView(FigureView):
         guess_x = math.log10(self.model.guess_batch)
         answer = ([[math.log10(out.b_star), Y_RANGE[0], math.log10(out.b_star), log_ridge]]
                   if shown else [])
-        self.labels.set_obstacles(np.vstack([
-            _pieces(log_b, np.log10(out.curve_intensity)),
-            [[X_RANGE[0], log_ceiling, X_RANGE[1], log_ceiling],
-             [X_RANGE[0], log_ridge, X_RANGE[1], log_ridge],
-             [guess_x, Y_RANGE[0], guess_x, Y_RANGE[1]], *answer]]),
-            np.array([[x, math.log10(row.intensity)]]), 14)
+        self.labels.set_obstacles(
+            np.vstack([_pieces(log_b, np.log10(out.curve_intensity)),
+                       [[X_RANGE[0], log_ceiling, X_RANGE[1], log_ceiling],
+                        [X_RANGE[0], log_ridge, X_RANGE[1], log_ridge]]]),
+            np.array([[x, math.log10(row.intensity)]]), 14,
+            moving=np.array([[guess_x, Y_RANGE[0], guess_x, Y_RANGE[1]], *answer]))
         memory, compute = np.log10(out.curve_memory), np.log10(out.curve_compute)
         self.time_text.set_obstacles(np.vstack([_pieces(log_b, memory),
                                                 _pieces(log_b, compute)]),
