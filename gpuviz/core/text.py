@@ -303,6 +303,13 @@ def _segments_cross(segments: np.ndarray, rects: np.ndarray) -> np.ndarray:
     return inside & (low <= high)
 
 
+def polyline_segments(x: np.ndarray, y: np.ndarray, every: int = 1) -> np.ndarray:
+    """A curve through (x, y) as segments (x0, y0, x1, y1) for `set_obstacles`, through
+    every `every`-th point (a label is far wider than a smooth curve's kinks)."""
+    x, y = np.asarray(x, dtype=float)[::every], np.asarray(y, dtype=float)[::every]
+    return np.column_stack([x[:-1], y[:-1], x[1:], y[1:]])
+
+
 class PlacedTextLayer(TextLayer):
     """A TextLayer that places each label where it covers the least: every label has
     candidate places (data x, data y, anchor), and the one chosen is the first that

@@ -18,7 +18,7 @@ from gpuviz.core.log_axes import (
     time_label,
 )
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
-from gpuviz.core.text import PlacedTextLayer
+from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal, TextTable
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
 
@@ -34,13 +34,6 @@ TABLE_HEADER = ("B", "Work", "Bytes", "FLOP/B", "Time", "vs B=1", "Bound")
 
 def _hline(x: tuple[float, float], y: float) -> tuple[list[float], list[float]]:
     return [x[0], x[1]], [y, y]
-
-
-def _pieces(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """A polyline as its segments (x0, y0, x1, y1), every fourth point (labels are far
-    wider than a curve's kinks)."""
-    x, y = x[::4], y[::4]
-    return np.column_stack([x[:-1], y[:-1], x[1:], y[1:]])
 
 
 class MatmulBatchView(FigureView):
@@ -175,14 +168,14 @@ class MatmulBatchView(FigureView):
         answer = ([[math.log10(out.b_star), Y_RANGE[0], math.log10(out.b_star), log_ridge]]
                   if shown else [])
         self.labels.set_obstacles(
-            np.vstack([_pieces(log_b, np.log10(out.curve_intensity)),
+            np.vstack([polyline_segments(log_b, np.log10(out.curve_intensity), 4),
                        [[X_RANGE[0], log_ceiling, X_RANGE[1], log_ceiling],
                         [X_RANGE[0], log_ridge, X_RANGE[1], log_ridge]]]),
             np.array([[x, math.log10(row.intensity)]]), 14,
             moving=np.array([[guess_x, Y_RANGE[0], guess_x, Y_RANGE[1]], *answer]))
         memory, compute = np.log10(out.curve_memory), np.log10(out.curve_compute)
-        self.time_text.set_obstacles(np.vstack([_pieces(log_b, memory),
-                                                _pieces(log_b, compute)]),
+        self.time_text.set_obstacles(np.vstack([polyline_segments(log_b, memory, 4),
+                                                polyline_segments(log_b, compute, 4)]),
                                      np.array([[x, math.log10(row.time.time)]]), 12)
         for label, ys in ((self.memory_time_label, memory), (self.compute_time_label, compute)):
             # Just left of and above a point of the curve, or right of and below it: a
