@@ -253,8 +253,10 @@ class OnlineSoftmaxModel(SteppedModel):
             "rescale": Readout("Last rescale f", factor, digits=4),
             "exact": Readout("Exact softmax average", s.exact, digits=6),
             "difference": Readout("|online − exact| at the end", s.difference, digits=2),
-            "naive_sum": Readout("Naive Σ e^x", _text_if_not_finite(s.naive_sum), digits=4),
-            "naive_result": Readout("Naive result", _text_if_not_finite(s.naive_result),
+            "naive_sum": Readout("Naive Σ e^x, whole row", _text_if_not_finite(s.naive_sum),
+                                 digits=4),
+            "naive_result": Readout("Naive result, whole row",
+                                    _text_if_not_finite(s.naive_result),
                                     digits=6),
         }
 
