@@ -19,6 +19,17 @@ SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
 LEGEND_SHARE = 0.4  # of the lower plot's width, at most, for its legend
 
 
+def _largest_output(scores: np.ndarray, values: np.ndarray) -> float:
+    """max |o| over o_A, o_B (every split), full attention and the plain average: softmax
+    averages of the prefixes and suffixes of the keys, from cumulative sums. (Masking B
+    only empties B: its o is 0 and the plain average is o_A / 2, both inside.)"""
+    w = np.exp(scores - scores.max())[:, None]
+    prefix = np.cumsum(w * values, axis=0) / np.cumsum(w, axis=0)
+    suffix = (np.cumsum((w * values)[::-1], axis=0) / np.cumsum(w[::-1], axis=0))[::-1]
+    plain = (prefix[:-1] + suffix[1:]) / 2
+    return float(max(np.abs(prefix).max(), np.abs(suffix).max(), np.abs(plain).max()))
+
+
 def _m_text(m: float) -> str:
     return "−∞" if math.isinf(m) else f"{m:.3g}"
 
@@ -56,7 +67,10 @@ class MergeView(FigureView):
         draws = [merge_scores(int(k), keys, self.model.DIMS)
                  for k in range(int(seed.minimum), int(seed.maximum) + 1)]
         self._top = max(float(np.abs(x).max()) for x, _ in draws) + 0.2
-        self._bound = 0.0
+        # The lower chart fits the outputs it can show (o_A, o_B, their average and full
+        # attention over every seed and split), not the raw values. One range for all:
+        # a new range costs about 8 ms here, past the budget when the seed slider moves.
+        self._bound = math.ceil(max(_largest_output(x, v) for x, v in draws) * 1.05 * 2) / 2
         item.setYRange(-self._top, self._top * 1.45, padding=0)
         item.addItem(self.set_labels)
         self.add_plot(self.scores_plot, 2)
@@ -68,6 +82,7 @@ class MergeView(FigureView):
         item.getAxis("bottom").setTicks([[(i, str(i)) for i in range(dims)]])
         # The legend has a column of its own right of the plot area (beside the x axis
         # too), so it never covers the curves: the plot's layout keeps its room.
+        item.setYRange(-self._bound, self._bound, padding=0)
         self.legend = pg.LegendItem(labelTextColor=theme.color("text"),
                                     labelTextSize=f"{9 * theme.current().font_scale:.0f}pt")
         self.legend.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
@@ -151,13 +166,6 @@ class MergeView(FigureView):
         self.set_labels.set_obstacles(np.zeros((0, 4)),
                                       moving=np.array([[line, -top, line, top * 1.45]]))
 
-        # The lower chart fits what it shows, in steps of 0.5 so that dragging the split
-        # seldom moves the axis.
-        shown_o = np.concatenate([s.full.o, s.a.o, s.b.o, s.plain])
-        bound = max(0.5, math.ceil(float(np.abs(shown_o).max()) * 1.15 * 2) / 2)
-        if bound != self._bound:
-            self._bound = bound
-            self.out_plot.getPlotItem().setYRange(-bound, bound, padding=0)
         x = np.arange(self.model.DIMS)
         self.full.set_data(x, s.full.o)
         self.merged.set_data(x, s.merged.o)
