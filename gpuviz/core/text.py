@@ -318,7 +318,8 @@ class PlacedTextLayer(TextLayer):
     that, the one that costs least (a label covered costs most, then a line or a dot, a
     faint line little, and each step down the candidate list a little). Placement is in
     pixels, done while painting and cached until the view's transform, a label or an
-    obstacle changes, so a repaint that moves nothing costs no placement."""
+    obstacle changes, so a repaint that moves nothing costs no placement. Call `place()`
+    at the end of the view's refresh: it repaints only the labels that moved."""
 
     DOT_PAD = 2.0  # pixels around an obstacle dot
     COSTS = {"outside": 0.05, "label": 40.0, "line": 4.0, "dot": 4.0, "faint": 0.5,
@@ -336,6 +337,8 @@ class PlacedTextLayer(TextLayer):
         self._key: tuple | None = None
         self._rects: dict[int, tuple[float, float, float, float]] = {}
         self._label_keys: dict[int, tuple] = {}
+        self._drawn: dict[int, tuple] = {}  # what each shown label looks like, placed
+        self._dirty = True
 
     def set_candidates(self, label: LayerLabel,
                        places: list[tuple[float, float, float, float]]) -> None:
@@ -405,17 +408,54 @@ class PlacedTextLayer(TextLayer):
             cost += costs["label"] * _overlaps(rects, np.array(taken)).sum(axis=1)
         return tuple(rects[int(np.argmin(cost))].tolist())
 
-    def paint(self, painter: QPainter, *args: object) -> None:
-        transform = painter.transform()
-        area = transform.mapRect(self.visible_area())
+    def update(self, *args: object) -> None:  # noqa: D102 - Qt naming
+        """A label or a setter changed something: wait for `place()` (no argument), or
+        repaint the given rectangle (Qt's own calls)."""
+        if args:
+            super().update(*args)
+        else:
+            self._dirty = True
+
+    def place(self) -> None:
+        """Call at the end of a refresh: places what changed and repaints only the old and
+        new rectangles of the labels that moved or changed (the whole layer when the view
+        or a fixed line changed, or before the plot is shown)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        views = self.scene().views() if self.scene() is not None else []
+        if not views or not views[0].isVisible():
+            super().update()
+            return
+        transform = self.deviceTransform(views[0].viewportTransform())
+        before = dict(self._drawn)
+        if self._layout(transform, transform.mapRect(self.visible_area())):
+            super().update()
+            return
+        back, invertible = transform.inverted()
+        if not invertible:
+            super().update()
+            return
+        for key in set(before) | set(self._drawn):
+            if before.get(key) != self._drawn.get(key):
+                for entry in (before.get(key), self._drawn.get(key)):
+                    if entry is not None:
+                        rect = QRectF(entry[0], entry[1], entry[2] - entry[0],
+                                      entry[3] - entry[1]).adjusted(-3, -3, 3, 3)
+                        super().update(back.mapRect(rect))
+
+    def _layout(self, transform: QTransform, area: QRectF) -> bool:
+        """Place the labels for this transform: all of them (returns True) when the view,
+        the fixed lines, the order or the set of shown labels changed, else only those
+        whose text or candidates changed."""
         shown = [label for label in self.labels if label.visible and label.text]
         scene = (transform.m11(), transform.m22(), transform.dx(), transform.dy(),
                  area.getRect(), self._segments.tobytes(), self._faint.tobytes(),
                  tuple(id(label) for label in self._order), tuple(map(id, shown)))
         keys = {id(label): (label.text, label.width, label.x, label.y,
                             tuple(self._candidates.get(id(label), ()))) for label in shown}
-        if scene != self._key:
-            # Everything again, in priority order.
+        full = scene != self._key
+        if full:
             self._key = scene
             first = [label for label in self._order if label in shown]
             self._rects = {}
@@ -429,10 +469,19 @@ class PlacedTextLayer(TextLayer):
                     others = [rect for key, rect in self._rects.items() if key != id(label)]
                     self._rects[id(label)] = self._place_one(label, others, transform, area)
         self._label_keys = keys
+        self._drawn = {id(label): (*self._rects[id(label)], label.text, label.color.rgba())
+                       for label in shown}
+        return full
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        transform = painter.transform()
+        self._layout(transform, transform.mapRect(self.visible_area()))
         painter.save()
         painter.resetTransform()
         font = None
-        for label in shown:
+        for label in self.labels:
+            if id(label) not in self._drawn:
+                continue
             left, top = self._rects[id(label)][:2]
             if label.font is not font:
                 font = label.font
