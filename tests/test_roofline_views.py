@@ -104,3 +104,26 @@ def test_matmul_labels_apart_and_axes_shared(build, look, size, values):
     a = top.mapRectToScene(top.rect())
     b = bottom.mapRectToScene(bottom.rect())
     assert abs(a.left() - b.left()) < 1 and abs(a.right() - b.right()) < 1
+
+
+@pytest.mark.parametrize(("number", "name", "values"), [
+    ("2.2", "guess_batch", [8, 128, 16000, 32]),
+    ("4.4", "seq_len", [1024, 300, 131072, 8192]),
+    ("4.3", "split", [1, 7, 0, 8, 3]),
+])
+def test_placed_labels_leave_nothing_stale(qapp, qtbot, number, name, values):
+    """PlacedTextLayer repaints only the labels that moved: what is on screen after a few
+    moves equals a fresh rendering of the page."""
+    theme.apply("dark", qapp)
+    page = drive.build_page(SPECS[number], (1280, 800))
+    qtbot.addWidget(page)
+    for _ in range(3):
+        drive.settle()
+    for value in values:
+        page.model.set(name, value)
+        drive.settle()
+        drive.settle()
+    fresh = page.grab().toImage()
+    live = qapp.primaryScreen().grabWindow(page.winId()).toImage().convertToFormat(
+        fresh.format())
+    assert live == fresh

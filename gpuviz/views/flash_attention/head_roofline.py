@@ -94,7 +94,7 @@ class HeadRooflineView(FigureView):
                 (x, y, ax, ay) for ax, ay in ((-0.05, 1.0), (1.05, 1.0), (-0.05, 0.0),
                                               (1.05, 0.0), (-0.05, 0.5), (1.05, 0.5))])
         self.ratio_labels.set_obstacles(
-            np.vstack([polyline_segments(log_n, np.log10(getattr(s.curve, key) * 1e6))
+            np.vstack([polyline_segments(log_n, np.log10(getattr(s.curve, key) * 1e6), 4)
                        for key, _, _ in LINES]),
             np.array([[x, y] for y in ys.values()]), 11,
             moving=np.array([[x, low - 1, x, high + 1]]))
