@@ -15,7 +15,7 @@ from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
 
 GAP = 0.08
 PAST_ALPHA = 70
-PREVIEW_ALPHA = 28  # before the first step: the whole picture, faint
+PREVIEW_ALPHA = 50  # before the first step: the whole picture, faint
 STRIP = 1.4  # distance of the Q, K/V and O strips from the matrix, in tiles
 LEGEND_LINES = 7
 LONGEST_ENTRY = "■  computed earlier, discarded"
