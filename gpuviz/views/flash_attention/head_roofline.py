@@ -49,7 +49,7 @@ class HeadRooflineView(FigureView):
         self.curves = {}
         # FlashAttention's line is wider than the compute line drawn over it: where the
         # two meet, the yellow shows on both sides of the blue.
-        widths = {"standard_time": 3.0, "flash_time": 6.0, "compute_time": 2.5}
+        widths = {"standard_time": 3.0, "flash_time": 5.0, "compute_time": 2.5}
         for key, role, label in LINES:
             self.curves[key] = curve(item, pen(role, widths[key]), name=label)
         self.dots = Dots(item, len(LINES), 11, [theme.color(role) for _, role, _ in LINES],
