@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import (
     CellGrid,
@@ -93,7 +93,7 @@ class SplitKVView(FigureView):
 
         us = s.curve_time * 1e6
         # The range first, then the data: one layout and paint pass per change.
-        y_top = nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05, FINE_STEPS)
+        y_top = nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
         if y_top != self._y_top:
             self._y_top = y_top
             self.plot.getPlotItem().setYRange(0, y_top, padding=0)
