@@ -178,7 +178,8 @@ LESSONS: tuple[Lesson, ...] = (
             "e<sup>x−m</sup> for the scores read so far; dashed outlines show them before "
             "the latest block. <i>Try this:</i> step until a block brings a new maximum "
             "and watch every old bar shrink by one common factor. Then tick the huge "
-            "score: the naive formula turns into inf and NaN, the online one does not.",
+            "score: the naive formula turns into inf and NaN, the online one does not; "
+            "or tick the causal mask, whose first block read is all −∞.",
             "flash_attention:OnlineSoftmaxModel",
             "flash_attention.online_softmax:OnlineSoftmaxView", "online-softmax",
             animated=True),
@@ -190,7 +191,7 @@ LESSONS: tuple[Lesson, ...] = (
             "stores a score tile (blue); standard attention writes the whole matrix to "
             "HBM (orange) and reads it back twice. <i>Try this:</i> play both modes and "
             "compare the counters; then switch on the causal mask and halve the block "
-            "size.",
+            "size, or play FlashAttention-1's loop order (K/V outside).",
             "flash_attention:FlashTilingModel", "flash_attention.tiling:FlashTilingView",
             "tiling", animated=True),
         FigureSpec(
@@ -217,7 +218,8 @@ LESSONS: tuple[Lesson, ...] = (
             "4.5", "split_kv", "Split-KV decoding fills the GPU",
             "Each square is one SM during a decoding step: orange SMs stream the K/V "
             "cache, violet ones have no work; the number is how many work units each runs. "
-            "The chart gives the step's time for every split count. <i>Try this:</i> with "
+            "The chart gives the step's time for every split count; it flattens once the "
+            "busy SMs together ask for more than HBM delivers. <i>Try this:</i> with "
             "one sequence, raise the splits until the SMs fill. Then set the batch to 64, "
             "or the cache to 256 tokens, and see how little splitting still buys.",
             "flash_attention:SplitKVModel", "flash_attention.split_kv:SplitKVView",

@@ -223,16 +223,18 @@ class CellGrid(pg.GraphicsObject):
 
     One-line cell texts are cached as laid-out QStaticTexts placed with numpy: drawText
     lays a string out again on every call (about 25 µs each), milliseconds for a labelled
-    grid. Texts of several lines (a few titles) still go through drawText."""
+    grid. Texts of several lines (a few titles) still go through drawText.
+
+    drop_wide_texts: leave out a one-line text wider or taller than its cell on screen (a
+    number that cannot fit is better missing than clipped or spilling into its
+    neighbours)."""
 
     clicked = Signal(int)
     clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
 
-    def __init__(self, font_size: float = 8.0, *, hide_overflow: bool = False) -> None:
-        """hide_overflow: leave out a one-line text wider or taller than its cell (as
-        drawn now) instead of letting it spill over its neighbours."""
+    def __init__(self, font_size: float = 8.0, drop_wide_texts: bool = False) -> None:
         super().__init__()
-        self._hide_overflow = hide_overflow
+        self._drop_wide = drop_wide_texts
         self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
@@ -329,19 +331,18 @@ class CellGrid(pg.GraphicsObject):
         cells = self._array[self._text_rows]
         x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
         y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
-        statics = self._text_list
-        if self._hide_overflow:
+        texts = self._text_list
+        if self._drop_wide:
             fits = ((np.abs(t.m11() * cells[:, 2]) >= self._text_sizes[:, 0] + 2)
-                    & (np.abs(t.m22() * cells[:, 3]) >= self._text_sizes[:, 1]))
+                    & (np.abs(t.m22() * cells[:, 3]) >= self._text_sizes[:, 1])).tolist()
             x, y = x[fits], y[fits]
-            statics = [static for static, ok in zip(statics, fits.tolist(), strict=True)
-                       if ok]
+            texts = [text for text, keep in zip(texts, fits, strict=True) if keep]
         painter.save()
         painter.resetTransform()
         painter.setFont(self._font)
         painter.setPen(self._text_color)
         draw = painter.drawStaticText
-        for px, py, static in zip(x.tolist(), y.tolist(), statics, strict=True):
+        for px, py, static in zip(x.tolist(), y.tolist(), texts, strict=True):
             draw(QPointF(px, py), static)
         for rect, text in self._multiline:
             painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)

@@ -16,6 +16,7 @@ refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -280,3 +281,225 @@ class TextLayer(pg.GraphicsObject):
             for i, static in enumerate(label.lines):
                 painter.drawStaticText(QPointF(left, top + i * line_height), static)
         painter.restore()
+
+
+def _segments_cross(segments: np.ndarray, rects: np.ndarray) -> np.ndarray:
+    """(S, C) booleans: does segment s (x0, y0, x1, y1) cross rectangle c (left, top,
+    right, bottom)? Liang-Barsky clipping, all pairs at once; pixels in, no Qt."""
+    x0, y0 = segments[:, 0:1], segments[:, 1:2]
+    dx, dy = segments[:, 2:3] - x0, segments[:, 3:4] - y0
+    left, top, right, bottom = (rects[None, :, i] for i in range(4))
+    low = np.zeros((segments.shape[0], rects.shape[0]))
+    high = np.ones_like(low)
+    inside = np.ones(low.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
+            p = np.broadcast_to(p, low.shape)
+            q = np.broadcast_to(q, low.shape)
+            inside &= ~((p == 0) & (q < 0))
+            t = q / p
+            low = np.where(p < 0, np.maximum(low, t), low)
+            high = np.where(p > 0, np.minimum(high, t), high)
+    return inside & (low <= high)
+
+
+def polyline_segments(x: np.ndarray, y: np.ndarray, every: int = 1) -> np.ndarray:
+    """A curve through (x, y) as segments (x0, y0, x1, y1) for `set_obstacles`, through
+    every `every`-th point (a label is far wider than a smooth curve's kinks)."""
+    x, y = np.asarray(x, dtype=float)[::every], np.asarray(y, dtype=float)[::every]
+    return np.column_stack([x[:-1], y[:-1], x[1:], y[1:]])
+
+
+class PlacedTextLayer(TextLayer):
+    """A TextLayer that places each label where it covers the least: every label has
+    candidate places (data x, data y, anchor), and the one chosen is the first that
+    keeps off the labels placed before it (creation order, or `set_order`, is priority),
+    off the lines and dots given by `set_obstacles` and inside the visible plot; failing
+    that, the one that costs least (a label covered costs most, then a line or a dot, a
+    faint line little, and each step down the candidate list a little). Placement is in
+    pixels, done while painting and cached until the view's transform, a label or an
+    obstacle changes, so a repaint that moves nothing costs no placement. Call `place()`
+    at the end of the view's refresh: it repaints only the labels that moved."""
+
+    DOT_PAD = 2.0  # pixels around an obstacle dot
+    COSTS = {"outside": 0.05, "label": 40.0, "line": 4.0, "dot": 4.0, "faint": 0.5,
+             "rank": 0.2}
+
+    def __init__(self, bounds: QRectF) -> None:
+        super().__init__(bounds, keep_inside=True)
+        self._candidates: dict[int, list[tuple[float, float, float, float]]] = {}
+        self._segments = np.zeros((0, 4))
+        self._faint = np.zeros((0, 4))
+        self._moving = np.zeros((0, 4))
+        self._dots = np.zeros((0, 2))
+        self._order: list[LayerLabel] = []
+        self._dot_size = 0.0
+        self._key: tuple | None = None
+        self._rects: dict[int, tuple[float, float, float, float]] = {}
+        self._label_keys: dict[int, tuple] = {}
+        self._drawn: dict[int, tuple] = {}  # what each shown label looks like, placed
+        self._dirty = True
+
+    def set_candidates(self, label: LayerLabel,
+                       places: list[tuple[float, float, float, float]]) -> None:
+        """(x, y, ax, ay) in data units and anchor fractions, the preferred first."""
+        if self._candidates.get(id(label)) != places:
+            self._candidates[id(label)] = list(places)
+            self.update()
+
+    def set_order(self, labels: list[LayerLabel]) -> None:
+        """Place these labels first, in this order (say, the selected point's)."""
+        if [id(label) for label in labels] != [id(label) for label in self._order]:
+            self._order = list(labels)
+            self.update()
+
+    def set_obstacles(self, segments: np.ndarray, dots: np.ndarray | None = None,
+                      dot_size: float = 0.0, faint: np.ndarray | None = None,
+                      moving: np.ndarray | None = None) -> None:
+        """Line pieces (x0, y0, x1, y1), dots (x, y, `dot_size` pixels across), faint
+        line pieces (dashed guides a label may cross) and moving line pieces (a line that
+        follows a slider), data units; NaN rows are ignored. Dots and moving lines count
+        when a label is placed but do not move the others by themselves (a dragged dot or
+        line moves its own label only)."""
+        def rows(array: np.ndarray | None, width: int) -> np.ndarray:
+            array = np.zeros((0, width)) if array is None else np.asarray(
+                array, dtype=float).reshape(-1, width)
+            return array[np.isfinite(array).all(axis=1)]
+
+        segments, dots, faint = rows(segments, 4), rows(dots, 2), rows(faint, 4)
+        self._moving = rows(moving, 4)
+        if not np.array_equal(segments, self._segments) or not np.array_equal(
+                faint, self._faint):
+            self._segments, self._faint = segments, faint
+            self.update()
+        self._dots, self._dot_size = dots, dot_size
+
+    def _place_one(self, label: LayerLabel, taken: list[tuple[float, float, float, float]],
+                   transform: QTransform, area: QRectF) -> tuple[float, float, float, float]:
+        """The chosen rectangle (left, top, right, bottom, pixels) of one label."""
+        m11, m22, dx, dy = transform.m11(), transform.m22(), transform.dx(), transform.dy()
+        costs = self.COSTS
+        places = np.array(self._candidates.get(id(label))
+                          or [(label.x, label.y, *label.anchor)], dtype=float)
+        w, h = label.width, label.height
+        left = m11 * places[:, 0] + dx - places[:, 2] * (w + 2 * TEXT_MARGIN) + TEXT_MARGIN
+        top = m22 * places[:, 1] + dy - places[:, 3] * (h + 2 * TEXT_MARGIN) + TEXT_MARGIN
+        # A place that runs past an edge slides back inside; the slide costs a little per
+        # pixel, so a place that fits as it is wins over one pushed into place.
+        x0, y0, x1, y1 = area.left(), area.top(), area.right(), area.bottom()
+        slid_left = np.clip(left, x0, max(x0, x1 - w))
+        slid_top = np.clip(top, y0, max(y0, y1 - h))
+        cost = (np.arange(len(places)) * costs["rank"]
+                + costs["outside"] * (np.abs(slid_left - left) + np.abs(slid_top - top)))
+        rects = np.column_stack([slid_left, slid_top, slid_left + w, slid_top + h])
+        scale, shift = [m11, m22, m11, m22], [dx, dy, dx, dy]
+        lines = np.vstack([self._segments, self._moving])
+        if len(lines):
+            cost += costs["line"] * _segments_cross(lines * scale + shift, rects).sum(axis=0)
+        if len(self._faint):
+            cost += costs["faint"] * _segments_cross(self._faint * scale + shift,
+                                                     rects).sum(axis=0)
+        if len(self._dots):
+            dots = self._dots * [m11, m22] + [dx, dy]
+            half = self._dot_size / 2 + self.DOT_PAD
+            cost += costs["dot"] * _overlaps(rects, np.column_stack(
+                [dots - half, dots + half])).sum(axis=1)
+        if taken:
+            cost += costs["label"] * _overlaps(rects, np.array(taken)).sum(axis=1)
+        return tuple(rects[int(np.argmin(cost))].tolist())
+
+    def update(self, *args: object) -> None:  # noqa: D102 - Qt naming
+        """A label or a setter changed something: wait for `place()` (no argument), or
+        repaint the given rectangle (Qt's own calls)."""
+        if args:
+            super().update(*args)
+        else:
+            self._dirty = True
+
+    def place(self) -> None:
+        """Call at the end of a refresh: places what changed and repaints only the old and
+        new rectangles of the labels that moved or changed (the whole layer when the view
+        or a fixed line changed, or before the plot is shown)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        views = self.scene().views() if self.scene() is not None else []
+        if not views or not views[0].isVisible():
+            super().update()
+            return
+        transform = self.deviceTransform(views[0].viewportTransform())
+        before = dict(self._drawn)
+        if self._layout(transform, transform.mapRect(self.visible_area())):
+            super().update()
+            return
+        back, invertible = transform.inverted()
+        if not invertible:
+            super().update()
+            return
+        for key in set(before) | set(self._drawn):
+            if before.get(key) != self._drawn.get(key):
+                for entry in (before.get(key), self._drawn.get(key)):
+                    if entry is not None:
+                        rect = QRectF(entry[0], entry[1], entry[2] - entry[0],
+                                      entry[3] - entry[1]).adjusted(-3, -3, 3, 3)
+                        super().update(back.mapRect(rect))
+
+    def _layout(self, transform: QTransform, area: QRectF) -> bool:
+        """Place the labels for this transform: all of them (returns True) when the view,
+        the fixed lines, the order or the set of shown labels changed, else only those
+        whose text or candidates changed."""
+        shown = [label for label in self.labels if label.visible and label.text]
+        scene = (transform.m11(), transform.m22(), transform.dx(), transform.dy(),
+                 area.getRect(), self._segments.tobytes(), self._faint.tobytes(),
+                 tuple(id(label) for label in self._order), tuple(map(id, shown)))
+        keys = {id(label): (label.text, label.width, label.x, label.y,
+                            tuple(self._candidates.get(id(label), ()))) for label in shown}
+        full = scene != self._key
+        if full:
+            self._key = scene
+            first = [label for label in self._order if label in shown]
+            self._rects = {}
+            for label in first + [label for label in shown if label not in first]:
+                self._rects[id(label)] = self._place_one(
+                    label, list(self._rects.values()), transform, area)
+        else:
+            # Only the labels that changed move; the others stay where they are.
+            for label in shown:
+                if keys[id(label)] != self._label_keys.get(id(label)):
+                    others = [rect for key, rect in self._rects.items() if key != id(label)]
+                    self._rects[id(label)] = self._place_one(label, others, transform, area)
+        self._label_keys = keys
+        self._drawn = {id(label): (*self._rects[id(label)], label.text, label.color.rgba())
+                       for label in shown}
+        return full
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        transform = painter.transform()
+        self._layout(transform, transform.mapRect(self.visible_area()))
+        painter.save()
+        painter.resetTransform()
+        font = None
+        for label in self.labels:
+            if id(label) not in self._drawn:
+                continue
+            left, top = self._rects[id(label)][:2]
+            if label.font is not font:
+                font = label.font
+                painter.setFont(font)
+            painter.setPen(label.color)
+            line_height = label.metrics.height()
+            for i, static in enumerate(label.lines):
+                painter.drawStaticText(QPointF(left, top + i * line_height), static)
+        painter.restore()
+
+    @property
+    def _placed(self) -> list[tuple[float, float] | None]:
+        """Where each label was last drawn (top-left pixel corner), None when hidden."""
+        return [self._rects[id(label)][:2] if id(label) in self._rects
+                and label.visible and label.text else None for label in self.labels]
+
+
+def _overlaps(rects: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(R, O) booleans: rectangles (left, top, right, bottom) that overlap."""
+    return ((rects[:, None, 0] < others[None, :, 2]) & (others[None, :, 0] < rects[:, None, 2])
+            & (rects[:, None, 1] < others[None, :, 3]) & (others[None, :, 1] < rects[:, None, 3]))

@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QColor
 
 from gpuviz import theme
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Segment, pen
 from gpuviz.models.schedule import Schedule, Task
 
@@ -44,7 +45,7 @@ class Timeline(QObject):
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.25)
         self.idle = CellGrid()
-        self.boxes = CellGrid(text_size, hide_overflow=True)
+        self.boxes = CellGrid(text_size, drop_wide_texts=True)
         self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)
@@ -73,10 +74,9 @@ class Timeline(QObject):
         return self._lanes.index(name)
 
     def set_time_range(self, end: float, *, exact: bool = False) -> None:
-        """Show time 0..end; the limit moves in small steps (1, 1.2, 1.5, 2, 2.5, 3, 4, 5,
-        6, 8 times a power of ten, so at most a quarter of the plot is left empty) unless
-        `exact`."""
-        limit = end if exact else snug_ceiling(end)
+        """Show time 0..end; the limit moves in small steps (`FINE_STEPS`: at most a third
+        of the plot is left empty) unless `exact`."""
+        limit = end if exact else nice_ceiling(end, FINE_STEPS)
         if limit > 0 and limit != self._time_limit:
             self._time_limit = limit
             self.plot.getPlotItem().setXRange(0, limit, padding=0.01)
@@ -166,34 +166,6 @@ class Timeline(QObject):
             gaps = [(lane, a, min(b, until)) for lane, a, b in gaps]
         gap_array = np.array(gaps, dtype=float).reshape(-1, 3)
         self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
-
-
-def snug_ceiling(value: float) -> float:
-    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten at or above
-    `value` (1 for a value that is not positive and finite)."""
-    if not value > 0 or not np.isfinite(value):
-        return 1.0
-    power = 10.0 ** np.floor(np.log10(value))
-    for step in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
-        if step * power >= value * (1 - 1e-12):
-            return float(step * power)
-    return float(10 * power)
-
-
-def _runs(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, heights: np.ndarray,
-          fills: Sequence[QColor | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes to draw when there are many: the first box of each run of thin boxes that
-    touch on one lane with one colour and height, and the end of each run. Boxes are
-    taken in the order given (each lane's in time order)."""
-    span = max(float(end.max() - start.min()), 1e-300)
-    thin = (end - start) < THIN * span
-    colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
-    joins = np.zeros(len(lanes), dtype=bool)
-    joins[1:] = (thin[1:] & thin[:-1] & (lanes[1:] == lanes[:-1])
-                 & (colour[1:] == colour[:-1]) & (heights[1:] == heights[:-1])
-                 & (start[1:] <= end[:-1] + 1e-9 * span))
-    keep = np.flatnonzero(~joins)
-    return keep, np.maximum.reduceat(end, keep)
 
 
 def _rects(lanes: np.ndarray, start: np.ndarray, end: np.ndarray,

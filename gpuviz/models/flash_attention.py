@@ -64,7 +64,7 @@ def naive_softmax_average(scores: np.ndarray, values: np.ndarray) -> tuple[float
     e^x overflows to inf for x > 709.78 in float64; inf/inf is NaN. That failure is what
     figure 4.1 shows, so numpy's overflow warnings are silenced here and only here.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         e = np.exp(np.asarray(scores, dtype=np.float64))
         total = float(e.sum())
         result = float((e * values).sum() / total)
@@ -83,8 +83,10 @@ class OnlineSoftmaxTrace:
     """State (m, l, o) after 0, 1, ..., K blocks (index 0 is the empty start state).
 
     factor[k]: the rescale factor exp(m[k-1] - m[k]) applied to the old state at block k
-    (0 at the first block, where there is no old state; factor[0] = 1 by convention).
+    (0 while there is no old state, l = 0; factor[0] = 1 by convention).
     weights[k, i]: e^(x_i - m[k]) for the scores seen after k blocks, else 0.
+    visit[i]: the step (1 to K) at which score i is read; blocks are read left to right,
+    or right to left with `reverse` (as FlashAttention-2 does under a causal mask).
     """
 
     scores: np.ndarray
@@ -96,10 +98,11 @@ class OnlineSoftmaxTrace:
     o: np.ndarray
     factor: np.ndarray
     weights: np.ndarray
+    visit: np.ndarray
 
 
-def online_softmax_trace(scores: np.ndarray, values: np.ndarray,
-                         block_size: int) -> OnlineSoftmaxTrace:
+def online_softmax_trace(scores: np.ndarray, values: np.ndarray, block_size: int,
+                         reverse: bool = False) -> OnlineSoftmaxTrace:
     """One pass over blocks of B scores, keeping only (m, l, o) on chip:
 
       m_new = max(m, max_j x_j)                 (j in the block)
@@ -108,7 +111,10 @@ def online_softmax_trace(scores: np.ndarray, values: np.ndarray,
       o_new = (l f o + sum_j exp(x_j - m_new) v_j) / l_new
 
     Every exponent is <= 0, so nothing overflows, and after the last block
-    o = sum_i e^x_i v_i / sum_i e^x_i exactly (up to rounding).
+    o = sum_i e^x_i v_i / sum_i e^x_i exactly (up to rounding). Masked scores are -inf.
+    While every score read so far is masked, m_new is -inf and x_j - m_new would be
+    -inf + inf = NaN: the state stays empty (m = -inf, l = 0, o = 0) until a finite
+    score arrives, and an empty old state (l = 0) gets f = 0 without exp(-inf + inf).
     """
     scores = np.asarray(scores, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
@@ -120,16 +126,24 @@ def online_softmax_trace(scores: np.ndarray, values: np.ndarray,
     o = np.zeros(blocks + 1)
     factor = np.ones(blocks + 1)
     weights = np.zeros((blocks + 1, n))
-    for k in range(blocks):
-        lo, hi = k * block_size, min(n, (k + 1) * block_size)
+    order = range(blocks - 1, -1, -1) if reverse else range(blocks)
+    visit = np.zeros(n, dtype=np.int64)
+    for k, block in enumerate(order):
+        lo, hi = block * block_size, min(n, (block + 1) * block_size)
+        visit[lo:hi] = k + 1
         m_new = max(m[k], float(scores[lo:hi].max()))
+        if m_new == -math.inf:  # nothing finite yet: the empty state carries on
+            factor[k + 1] = 0.0
+            continue
         f = 0.0 if l[k] == 0.0 else math.exp(m[k] - m_new)
         p = np.exp(scores[lo:hi] - m_new)
         l_new = l[k] * f + float(p.sum())
         m[k + 1], l[k + 1], factor[k + 1] = m_new, l_new, f
         o[k + 1] = (l[k] * f * o[k] + float(p @ values[lo:hi])) / l_new
-        weights[k + 1, :hi] = np.exp(scores[:hi] - m_new)
-    return OnlineSoftmaxTrace(scores, values, block_size, blocks, m, l, o, factor, weights)
+        seen = visit > 0
+        weights[k + 1, seen] = np.exp(scores[seen] - m_new)
+    return OnlineSoftmaxTrace(scores, values, block_size, blocks, m, l, o, factor, weights,
+                              visit)
 
 
 def stepper_scores(n: int, seed: int, huge_score: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -148,13 +162,24 @@ def huge_index(n: int) -> int:
     return n // 2
 
 
+def causal_query(n: int, block_size: int) -> int:
+    """Position of the query row that figure 4.1 follows under a causal mask: it sees keys
+    0 to q and the rest are masked (-inf). Chosen so that the last block is entirely
+    masked and the one before it partly (when there are two blocks or more): read from
+    the diagonal backwards, the first block is all -inf."""
+    blocks = math.ceil(n / block_size)
+    return max(0, (blocks - 1) * block_size - 1 - block_size // 2)
+
+
 @dataclass(frozen=True)
 class StepperState:
     trace: OnlineSoftmaxTrace
     done: int  # blocks processed so far
     exact: float
-    naive_sum: float
+    naive_sum: float  # the naive formula over the whole row
     naive_result: float
+    naive_sums: np.ndarray  # ... over the scores read after 0, 1, ..., K blocks
+    naive_results: np.ndarray
 
     @property
     def finished(self) -> bool:
@@ -181,6 +206,10 @@ class OnlineSoftmaxModel(SteppedModel):
     huge_score = Parameter(False, label="One huge score (1000)",
                            help="Replace the middle score with 1000: e^1000 overflows "
                                 "a float64, whose exp limit is 709.78")
+    causal = Parameter(False, label="Causal mask",
+                       help="The query sits early in the row: later keys are masked (−∞), "
+                            "and the blocks are read from the last one back, as "
+                            "FlashAttention-2 does, so the first block read is all masked")
 
     @property
     def blocks(self) -> int:
@@ -193,18 +222,27 @@ class OnlineSoftmaxModel(SteppedModel):
     # --- outputs ----------------------------------------------------------------------
     def compute(self) -> StepperState:
         scores, values = stepper_scores(self.n_scores, self.seed, self.huge_score)
-        trace = online_softmax_trace(scores, values, self.block_size)
+        if self.causal:
+            scores[causal_query(self.n_scores, self.block_size) + 1:] = -np.inf
+        trace = online_softmax_trace(scores, values, self.block_size, reverse=self.causal)
         naive_sum, naive_result = naive_softmax_average(scores, values)
+        # The naive formula over what has been read so far: where it overflows (or, over
+        # masked scores only, divides 0 by 0).
+        partial = [naive_softmax_average(scores[seen], values[seen])
+                   for seen in (trace.visit[None, :] <= np.arange(1, trace.blocks + 1)[:, None])]
+        sums = np.array([0.0] + [p[0] for p in partial])
+        results = np.array([math.nan] + [p[1] for p in partial])
         return StepperState(trace, min(self._step, trace.blocks),
-                            safe_softmax_average(scores, values), naive_sum, naive_result)
+                            safe_softmax_average(scores, values), naive_sum, naive_result,
+                            sums, results)
 
     def readouts(self) -> dict[str, Readout]:
         s = self.out
         t, k = s.trace, s.done
         if k == 0:
-            factor: float | str = "— (no block yet)"
-        elif k == 1:
-            factor = "— (first block)"
+            factor: float | str = "none yet"
+        elif t.l[k - 1] == 0.0:
+            factor = "none (empty state)"
         else:
             factor = float(t.factor[k])
         return {
@@ -212,11 +250,13 @@ class OnlineSoftmaxModel(SteppedModel):
             "m": Readout("Running max m", _text_if_not_finite(float(t.m[k])), digits=4),
             "l": Readout("Running sum l", float(t.l[k]), digits=4),
             "o": Readout("Running output o", float(t.o[k]), digits=6),
-            "rescale": Readout("Last rescale exp(m_old − m_new)", factor, digits=4),
+            "rescale": Readout("Last rescale f", factor, digits=4),
             "exact": Readout("Exact softmax average", s.exact, digits=6),
             "difference": Readout("|online − exact| at the end", s.difference, digits=2),
-            "naive_sum": Readout("Naive Σ e^x", _text_if_not_finite(s.naive_sum), digits=4),
-            "naive_result": Readout("Naive result", _text_if_not_finite(s.naive_result),
+            "naive_sum": Readout("Naive Σ e^x, whole row", _text_if_not_finite(s.naive_sum),
+                                 digits=4),
+            "naive_result": Readout("Naive result, whole row",
+                                    _text_if_not_finite(s.naive_result),
                                     digits=6),
         }
 
@@ -248,9 +288,10 @@ def standard_attention_traffic(n: int, d: int) -> tuple[int, int]:
 
 def flash_attention_traffic(n: int, d: int, block_rows: int,
                             causal: bool = False) -> tuple[int, int]:
-    """HBM (reads, writes) in elements of FlashAttention's forward pass with query blocks
-    of B_r rows: each Q block is read once, its O block written once, and for every query
-    block all (causal: the first min((i+1) B_r, N)) rows of K and V are read again:
+    """HBM (reads, writes) in elements of FlashAttention-2's forward pass (Dao 2023,
+    Algorithm 1: query blocks in the outer loop) with query blocks of B_r rows: each Q
+    block is read once, its O block written once, and for every query block all (causal:
+    the first min((i+1) B_r, N)) rows of K and V are read again:
 
       reads  = Nd + 2d * sum_i keys_i   (non-causal: Nd + 2Nd ceil(N / B_r))
       writes = Nd
@@ -262,6 +303,29 @@ def flash_attention_traffic(n: int, d: int, block_rows: int,
     ends = np.cumsum(rows)
     keys = ends if causal else np.full(rows.size, n)
     return int(n * d + 2 * d * int(keys.sum())), n * d
+
+
+def flash1_attention_traffic(n: int, d: int, block: int,
+                             causal: bool = False) -> tuple[int, int]:
+    """HBM (reads, writes) in elements of FlashAttention-1's forward pass (Dao et al.
+    2022, Algorithm 1: K/V blocks in the outer loop, T_c = ceil(N / B_c) of them, square
+    B x B tiles here). Each K, V block is read once; for every (query block, K/V block)
+    tile the query block's Q, O and its running max m and sum l are read from HBM and O,
+    m, l written back:
+
+      reads  = 2Nd + T_c (2Nd + 2N)     (non-causal)
+      writes = T_c (Nd + 2N)
+      total  = 2Nd + 3Nd T_c + 4N T_c
+
+    Causal: K/V block j meets only the query blocks i >= j. Zeroing O, l and m in HBM
+    before the loop (Nd + 2N writes) is not counted.
+    """
+    sizes = tile_sizes(n, block)
+    # Rows of Q met by each K/V block: all of them, or (causal) those from block j on.
+    rows_met = n - np.concatenate([[0], np.cumsum(sizes)[:-1]]) if causal else np.full(
+        sizes.size, n)
+    met = int(rows_met.sum())
+    return 2 * n * d + met * (2 * d + 2), met * (d + 2)
 
 
 PHASE_FLASH, PHASE_S, PHASE_P, PHASE_O = 0, 1, 2, 3
@@ -295,11 +359,13 @@ class TileSchedule:
         return int(self.phase.size)
 
 
-def attention_schedule(mode: str, n: int, block: int, d: int, causal: bool) -> TileSchedule:
-    """The step-by-step order of work and HBM traffic of the two algorithms, with square
-    B x B tiles. Summing `reads` and `writes` gives standard_attention_traffic or
-    flash_attention_traffic exactly. Flash with a causal mask skips tiles above the
-    diagonal (column block > row block)."""
+def attention_schedule(mode: str, n: int, block: int, d: int, causal: bool,
+                       order: str = "fa2") -> TileSchedule:
+    """The step-by-step order of work and HBM traffic of the algorithms, with square
+    B x B tiles. Summing `reads` and `writes` gives standard_attention_traffic,
+    flash_attention_traffic (order "fa2": query blocks outside) or
+    flash1_attention_traffic (order "fa1": K/V blocks outside) exactly. Flash with a
+    causal mask skips tiles above the diagonal (column block > row block)."""
     sizes = tile_sizes(n, block)
     tiles = sizes.size
     phase, row, col, reads, writes = [], [], [], [], []
@@ -312,7 +378,16 @@ def attention_schedule(mode: str, n: int, block: int, d: int, causal: bool) -> T
         writes.append(wr)
 
     skipped = tiles * (tiles - 1) // 2 if causal else 0
-    if mode == "flash":
+    if mode == "flash" and order == "fa1":
+        for j in range(tiles):
+            first = j if causal else 0
+            for i in range(first, tiles):
+                rows = int(sizes[i])
+                kv = 2 * d * int(sizes[j]) if i == first else 0
+                # Q_i, O_i, l_i, m_i in; O_i, l_i, m_i out.
+                add(PHASE_FLASH, i, j, kv + rows * (2 * d + 2), rows * (d + 2))
+        computed = tiles * tiles - skipped
+    elif mode == "flash":
         for i in range(tiles):
             last = i if causal else tiles - 1
             for j in range(last + 1):
@@ -344,7 +419,7 @@ class TilingState:
     reads: int  # HBM elements read so far
     writes: int
     standard: tuple[int, int]  # final (reads, writes) of each algorithm
-    flash: tuple[int, int]
+    flash: tuple[int, int]  # in the chosen loop order
 
     @property
     def finished(self) -> bool:
@@ -372,10 +447,21 @@ class FlashTilingModel(SteppedModel):
     causal = Parameter(False, label="Causal mask",
                        help="Each query attends only to keys at or before it; "
                             "FlashAttention skips the tiles above the diagonal")
+    loop_order = Parameter("fa2", label="Flash loop order",
+                           choices=[("fa2", "Q outside (FA-2)"), ("fa1", "K/V outside (FA-1)")],
+                           help="FlashAttention-2 (Dao 2023) keeps a Q block on chip and "
+                                "streams K, V past it; FlashAttention-1 (Dao et al. 2022, "
+                                "Algorithm 1) keeps a K/V block and re-reads and re-writes "
+                                "Q, O, m and l for every one")
 
     def _schedule(self) -> TileSchedule:
         return attention_schedule(self.mode, self.seq_len, self.block_size, self.head_dim,
-                                  self.causal)
+                                  self.causal, self.loop_order)
+
+    def flash_traffic(self) -> tuple[int, int]:
+        count = flash1_attention_traffic if self.loop_order == "fa1" else (
+            flash_attention_traffic)
+        return count(self.seq_len, self.head_dim, self.block_size, self.causal)
 
     @property
     def step_seconds(self) -> float:
@@ -391,15 +477,15 @@ class FlashTilingModel(SteppedModel):
         done = min(self._step, schedule.steps)
         return TilingState(
             schedule, done, int(schedule.reads[:done].sum()), int(schedule.writes[:done].sum()),
-            standard_attention_traffic(self.seq_len, self.head_dim),
-            flash_attention_traffic(self.seq_len, self.head_dim, self.block_size, self.causal))
+            standard_attention_traffic(self.seq_len, self.head_dim), self.flash_traffic())
 
     def readouts(self) -> dict[str, Readout]:
         s = self.out
         sch = s.schedule
         final = s.flash if self.mode == "flash" else s.standard
         std_total, flash_total = sum(s.standard), sum(s.flash)
-        phase = PHASE_NAMES[int(sch.phase[s.done - 1])] if s.done else "not started"
+        phase = ("finished" if s.finished else PHASE_NAMES[int(sch.phase[s.done - 1])]
+                 if s.done else "not started")
         return {
             "step": Readout("Step", f"{s.done} of {sch.steps}"),
             "phase": Readout("Doing", phase),
@@ -407,7 +493,8 @@ class FlashTilingModel(SteppedModel):
             "writes": Readout("HBM writes so far", s.writes, "elements"),
             "total_end": Readout("This mode, in all", sum(final), "elements"),
             "standard_total": Readout("Standard total", std_total, "elements"),
-            "flash_total": Readout("Flash total", flash_total, "elements"),
+            "flash_total": Readout("Flash total" + (" (FA-1)" if self.loop_order == "fa1"
+                                                     else " (FA-2)"), flash_total, "elements"),
             "ratio": Readout("Standard ÷ Flash", std_total / flash_total, "×"),
             "tiles": Readout("Tiles computed", sch.computed_tiles, "tiles"),
             "skipped": Readout("Tiles skipped", sch.skipped_tiles, "tiles"),
@@ -666,6 +753,12 @@ class HeadRooflineModel(FigureModel):
 # Split-KV decoding (figure 4.5)
 # ---------------------------------------------------------------------------------------
 
+def sm_stream_bandwidth(bytes_in_flight: float, latency_s: float) -> float:
+    """Little's law: an SM that keeps `bytes_in_flight` bytes of loads outstanding, each
+    answered after `latency_s`, streams at most bytes_in_flight / latency bytes/s."""
+    return bytes_in_flight / latency_s
+
+
 @dataclass(frozen=True)
 class SplitKV:
     units: int  # work units = batch x KV heads x splits
@@ -674,53 +767,77 @@ class SplitKV:
     utilisation: float  # units / (waves x SMs)
     unit_bytes: float  # bytes one unit streams (its K/V slice and its partial output)
     partial_bytes: float  # fp32 partial outputs + LSE of all units (0 without splits)
+    stream_bandwidth: float  # bytes/s the first wave draws from HBM, all busy SMs
     attention_time: float  # seconds, including the kernel's fixed cost
     merge_time: float  # seconds, 0 without splits
     total_time: float
 
 
+def _wave_bandwidth(busy: np.ndarray | int, sm_bandwidth: float, bandwidth: float
+                    ) -> np.ndarray | float:
+    """Bytes/s of a wave with `busy` SMs: each at its Little's-law rate, all of them
+    together at most the HBM bandwidth."""
+    return np.minimum(busy * sm_bandwidth, bandwidth)
+
+
 def split_kv_time(batch: int, kv_heads: int, kv_len: int, splits: int, head_dim: int,
-                  group: int, sms: int, bandwidth: float, kernel_s: float) -> SplitKV:
+                  group: int, sms: int, bandwidth: float, sm_bandwidth: float,
+                  kernel_s: float) -> SplitKV:
     """Decode attention for one new token per sequence, K/V cache in bf16.
 
     A work unit is one (sequence, KV head, split): it streams ceil(L / splits) keys and
     values, 2 x ceil(L/s) x d x 2 bytes, and, when splits > 1, writes a partial output of
     (d + 1) fp32 numbers (o and the log-sum-exp) for each of the `group` query heads that
-    share the KV head. Units run on the SMs in waves of `sms`; with the time proportional
-    to the number of busy SMs each SM streams at bandwidth / sms:
+    share the KV head. Units run on the SMs in waves of `sms`. A wave with b busy SMs
+    streams at min(b x per-SM bandwidth, HBM bandwidth), the per-SM bandwidth set by
+    Little's law (`sm_stream_bandwidth`): a few busy SMs cannot use all of HBM, enough
+    of them saturate it.
 
       units     = batch x kv_heads x splits,  waves = ceil(units / sms)
-      attention = kernel cost + waves x unit bytes / (bandwidth / sms)
+      attention = kernel cost + sum over waves of b x unit bytes / wave bandwidth(b)
       merge     = kernel cost + partial bytes / bandwidth      (only when splits > 1)
 
     Reading the queries is neglected (d numbers per query head, tiny next to the cache).
     """
+    times = split_kv_times(batch, kv_heads, kv_len, np.array([splits]), head_dim, group,
+                           sms, bandwidth, sm_bandwidth, kernel_s)
     splits = max(1, splits)
     units = batch * kv_heads * splits
     waves = math.ceil(units / sms)
-    keys_per_unit = math.ceil(kv_len / splits)
-    partial_per_unit = group * (head_dim + 1) * FP32_BYTES if splits > 1 else 0
-    unit_bytes = 2.0 * keys_per_unit * head_dim * BF16_BYTES + partial_per_unit
-    partial_bytes = float(units * partial_per_unit)
-    attention = kernel_s + waves * unit_bytes / (bandwidth / sms)
-    merge = kernel_s + partial_bytes / bandwidth if splits > 1 else 0.0
-    return SplitKV(units, waves, min(units, sms), units / (waves * sms), unit_bytes,
-                   partial_bytes, attention, merge, attention + merge)
+    busy = min(units, sms)
+    return SplitKV(units, waves, busy, units / (waves * sms), float(times.unit_bytes[0]),
+                   float(times.partial_bytes[0]),
+                   float(_wave_bandwidth(busy, sm_bandwidth, bandwidth)),
+                   float(times.attention[0]), float(times.merge[0]), float(times.total[0]))
 
 
-def split_kv_total_times(batch: int, kv_heads: int, kv_len: int, splits: np.ndarray,
-                         head_dim: int, group: int, sms: int, bandwidth: float,
-                         kernel_s: float) -> np.ndarray:
-    """`split_kv_time(...).total_time` for an array of split counts at once."""
+@dataclass(frozen=True)
+class SplitTimes:
+    unit_bytes: np.ndarray
+    partial_bytes: np.ndarray
+    attention: np.ndarray
+    merge: np.ndarray
+    total: np.ndarray
+
+
+def split_kv_times(batch: int, kv_heads: int, kv_len: int, splits: np.ndarray,
+                   head_dim: int, group: int, sms: int, bandwidth: float,
+                   sm_bandwidth: float, kernel_s: float) -> SplitTimes:
+    """The times of `split_kv_time` for an array of split counts at once."""
     splits = np.maximum(1, np.asarray(splits, dtype=np.int64))
     units = batch * kv_heads * splits
-    waves = -(-units // sms)  # ceiling division
-    keys_per_unit = -(-kv_len // splits)
+    full, rest = np.divmod(units, sms)  # full waves, SMs busy in the last one
+    keys_per_unit = -(-kv_len // splits)  # ceiling division
     partial_per_unit = np.where(splits > 1, group * (head_dim + 1) * FP32_BYTES, 0)
     unit_bytes = 2.0 * keys_per_unit * head_dim * BF16_BYTES + partial_per_unit
-    attention = kernel_s + waves * unit_bytes / (bandwidth / sms)
-    merge = np.where(splits > 1, kernel_s + units * partial_per_unit / bandwidth, 0.0)
-    return attention + merge
+    full_wave = sms * unit_bytes / _wave_bandwidth(sms, sm_bandwidth, bandwidth)
+    last_wave = np.where(rest > 0, rest * unit_bytes
+                         / _wave_bandwidth(np.maximum(rest, 1), sm_bandwidth, bandwidth), 0.0)
+    attention = kernel_s + full * full_wave + last_wave
+    partial_bytes = units * partial_per_unit
+    merge = np.where(splits > 1, kernel_s + partial_bytes / bandwidth, 0.0)
+    return SplitTimes(unit_bytes, partial_bytes.astype(float), attention, merge,
+                      attention + merge)
 
 
 MAX_SPLITS = 64
@@ -734,10 +851,19 @@ class SplitKVState:
     units_per_sm: np.ndarray  # units each SM runs over all waves
     curve_splits: np.ndarray
     curve_time: np.ndarray  # total seconds for 1..MAX_SPLITS splits
+    sm_bandwidth: float  # bytes/s one SM streams (Little's law)
+    hbm_bandwidth: float
 
     @property
     def speedup(self) -> float:
         return self.unsplit.total_time / self.split.total_time
+
+
+def sm_bandwidth(g: GPU) -> float:
+    """Bytes/s one SM can stream from HBM: its bytes in flight over the HBM latency
+    (an idle-GPU pointer-chase latency; under load it is longer)."""
+    latency = g["latency_cycles.hbm"] / (g["chip.clock_ghz"] * 1e9)
+    return sm_stream_bandwidth(g["sm.bytes_in_flight_kb"] * 1024, latency)
 
 
 class SplitKVModel(FigureModel):
@@ -767,9 +893,10 @@ class SplitKVModel(FigureModel):
     def compute(self) -> SplitKVState:
         g = gpu(self.gpu)
         sms, bw = g.sms, g.hbm_bandwidth
+        sm_bw = sm_bandwidth(g)
 
         args = (self.batch_size, self.kv_heads, self.kv_len)
-        rest = (self.HEAD_DIM, self.group, sms, bw, self.kernel_us * 1e-6)
+        rest = (self.HEAD_DIM, self.group, sms, bw, sm_bw, self.kernel_us * 1e-6)
 
         def run(splits: int) -> SplitKV:
             return split_kv_time(*args, splits, *rest)
@@ -784,12 +911,12 @@ class SplitKVModel(FigureModel):
         cached = getattr(self, "_curve_cache", None)
         if cached is None or cached[0] != key:
             curve_splits = np.arange(1, MAX_SPLITS + 1)
-            curve = split_kv_total_times(args[0], args[1], args[2], curve_splits, *rest)
+            curve = split_kv_times(*args, curve_splits, *rest).total
             curve_splits.flags.writeable = False
             curve.flags.writeable = False
             cached = self._curve_cache = (key, curve_splits, curve, run(1))
         _, curve_splits, curve, unsplit = cached
-        return SplitKVState(sms, split, unsplit, per_sm, curve_splits, curve)
+        return SplitKVState(sms, split, unsplit, per_sm, curve_splits, curve, sm_bw, bw)
 
     def readouts(self) -> dict[str, Readout]:
         s = self.out
@@ -800,6 +927,10 @@ class SplitKVModel(FigureModel):
             "busy": Readout("Busy SMs", sp.busy_sms, f"of {s.sms}"),
             "waves": Readout("Waves", sp.waves),
             "utilisation": Readout("SM utilisation", 100 * sp.utilisation, "%"),
+            "sm_bandwidth": Readout("Per SM, in flight ÷ latency", s.sm_bandwidth / 1e9,
+                                    "GB/s"),
+            "hbm_use": Readout("HBM bandwidth in use", 100 * sp.stream_bandwidth
+                               / s.hbm_bandwidth, "%"),
             "time_unsplit": Readout("Time, no splits", s.unsplit.total_time * 1e6,
                                     "µs"),
             "attention_time": Readout("Attention kernel", sp.attention_time * 1e6, "µs"),

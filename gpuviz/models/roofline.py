@@ -599,8 +599,8 @@ class LayerModel(FigureModel):
                     True)
         weights = self.share(lambda o: o.weight_matmul)
         attention = self.share(lambda o: o.group == tf.ATTENTION)
-        lead = "weight matmuls" if weights >= attention else "the attention core"
-        return (f"The {lead} take most of the layer's time "
+        lead = "weight matmuls" if weights >= attention else "attention core"
+        return (f"The {lead} take{'' if weights >= attention else 's'} most of the layer's time "
                 f"({100 * max(weights, attention):.0f}%).", False)
 
 

@@ -6,12 +6,14 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import time_label
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget
+from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
 
 LINES = (("standard_time", "memory", "standard attention"),
@@ -45,13 +47,21 @@ class HeadRooflineView(FigureView):
         # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
         # and a Qt line for the marker: none of them runs Python when the view changes.
         self.curves = {}
+        # FlashAttention's line is wider than the compute line drawn over it: where the
+        # two meet, the yellow shows on both sides of the blue.
+        widths = {"standard_time": 3.0, "flash_time": 5.0, "compute_time": 2.5}
         for key, role, label in LINES:
-            width = 3.0 if key != "compute_time" else 2.5
-            self.curves[key] = curve(item, pen(role, width), name=label)
+            self.curves[key] = curve(item, pen(role, widths[key]), name=label)
         self.dots = Dots(item, len(LINES), 11, [theme.color(role) for _, role, _ in LINES],
                          outline=pg.mkPen(theme.color("text"), width=1))
         self.marker = Segment(pen("neutral", 1.5, Qt.DashLine))
         item.addItem(self.marker)
+        # The ratios the caption asks about, beside their dots.
+        self.ratio_labels = PlacedTextLayer(QRectF(math.log10(ROOFLINE_N_MIN) - 1, -20,
+                                                   math.log10(ROOFLINE_N_MAX) + 2, 40))
+        self.standard_ratio = self.ratio_labels.add(role="memory", size=11, bold=True)
+        self.flash_ratio = self.ratio_labels.add(role="onchip", size=11, bold=True)
+        item.addItem(self.ratio_labels)
         self._y_range: tuple[int, int] = (0, 0)
         self.add_plot(self.plot)
 
@@ -75,6 +85,20 @@ class HeadRooflineView(FigureView):
                               for key, _, _ in LINES])
         self.marker.set_line(x, low - 1, x, high + 1,
                              self.plot.getPlotItem().getViewBox().viewPixelSize())
+        ys = {key: math.log10(float(getattr(s.point, key)[0]) * 1e6) for key, _, _ in LINES}
+        for label, key, ratio in ((self.standard_ratio, "standard_time", s.standard_ratio),
+                                  (self.flash_ratio, "flash_time", s.flash_ratio)):
+            label.setText(f"{format_value(ratio, '×')} compute")
+            y = ys[key]
+            self.ratio_labels.set_candidates(label, [
+                (x, y, ax, ay) for ax, ay in ((-0.05, 1.0), (1.05, 1.0), (-0.05, 0.0),
+                                              (1.05, 0.0), (-0.05, 0.5), (1.05, 0.5))])
+        self.ratio_labels.set_obstacles(
+            np.vstack([polyline_segments(log_n, np.log10(getattr(s.curve, key) * 1e6), 4)
+                       for key, _, _ in LINES]),
+            np.array([[x, y] for y in ys.values()]), 11,
+            moving=np.array([[x, low - 1, x, high + 1]]))
+        self.ratio_labels.place()
 
         self.message.show_message(self._message(s))
 
@@ -83,7 +107,7 @@ class HeadRooflineView(FigureView):
         runs past the bottom of the column at 1280 x 800 (the numbers are readouts too).
         A formula never breaks across lines."""
         d, br = self.model.head_dim, self.model.block_rows
-        standard = _unbroken(f"2 × {s.ridge:.0f} / {d} = {s.standard_limit:.2g}×") + (
+        standard = _unbroken(f"2 × {s.ridge:.0f} / {d} = {format_value(s.standard_limit, '×')}") + (
             " above compute")
         if self.model.l2_rereads:
             text = (f"Long sequences: standard attention is {standard}; with L2 serving the "
@@ -98,4 +122,4 @@ class HeadRooflineView(FigureView):
             return text + (f"FlashAttention is compute-bound: B_r = {br} is past the ridge "
                            f"({s.ridge:.0f} FLOP/B).")
         return text + (f"FlashAttention re-reads K, V once per {br} queries: "
-                       + _unbroken(f"{s.ridge:.0f} / {br} = {s.flash_limit:.2g}×."))
+                       + _unbroken(f"{s.ridge:.0f} / {br} = {format_value(s.flash_limit, '×')}."))

@@ -6,16 +6,28 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import QRectF, QSignalBlocker, Qt
 from PySide6.QtWidgets import QSizePolicy
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, text_item
+from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget
+from gpuviz.core.text import PlacedTextLayer
 from gpuviz.models.flash_attention import merge_scores
 
 SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
 LEGEND_SHARE = 0.4  # of the lower plot's width, at most, for its legend
+
+
+def _largest_output(scores: np.ndarray, values: np.ndarray) -> float:
+    """max |o| over o_A, o_B (every split), full attention and the plain average: softmax
+    averages of the prefixes and suffixes of the keys, from cumulative sums. (Masking B
+    only empties B: its o is 0 and the plain average is o_A / 2, both inside.)"""
+    w = np.exp(scores - scores.max())[:, None]
+    prefix = np.cumsum(w * values, axis=0) / np.cumsum(w, axis=0)
+    suffix = (np.cumsum((w * values)[::-1], axis=0) / np.cumsum(w[::-1], axis=0))[::-1]
+    plain = (prefix[:-1] + suffix[1:]) / 2
+    return float(max(np.abs(prefix).max(), np.abs(suffix).max(), np.abs(plain).max()))
 
 
 def _m_text(m: float) -> str:
@@ -42,8 +54,11 @@ class MergeView(FigureView):
         self.split_line.setToolTip("Drag to move the split point")
         self.split_line.sigPositionChanged.connect(self._on_drag)
         item.addItem(self.split_line)
-        self.a_label = text_item(anchor=(0.5, 0), bold=True)
-        self.b_label = text_item(anchor=(0.5, 0), bold=True)
+        # The set labels go where they fit: over their set, clear of the split line and
+        # inside the plot (placed in pixels when the plot repaints).
+        self.set_labels = PlacedTextLayer(QRectF(-0.6, -10, keys, 30))
+        self.a_label = self.set_labels.add(bold=True)
+        self.b_label = self.set_labels.add(bold=True)
         self.a_label.setColor(theme.series(SET_A))
         self.b_label.setColor(theme.series(SET_B))
         # One y range for every seed: re-rendering both axes (and their grids) on a seed
@@ -52,10 +67,12 @@ class MergeView(FigureView):
         draws = [merge_scores(int(k), keys, self.model.DIMS)
                  for k in range(int(seed.minimum), int(seed.maximum) + 1)]
         self._top = max(float(np.abs(x).max()) for x, _ in draws) + 0.2
-        self._bound = max(float(np.abs(v).max()) for _, v in draws) + 0.2
+        # The lower chart fits the outputs it can show (o_A, o_B, their average and full
+        # attention over every seed and split), not the raw values. One range for all:
+        # a new range costs about 8 ms here, past the budget when the seed slider moves.
+        self._bound = math.ceil(max(_largest_output(x, v) for x, v in draws) * 1.05 * 2) / 2
         item.setYRange(-self._top, self._top * 1.45, padding=0)
-        item.addItem(self.a_label)
-        item.addItem(self.b_label)
+        item.addItem(self.set_labels)
         self.add_plot(self.scores_plot, 2)
 
         self.out_plot = plot_widget("output dimension", "attention output o")
@@ -65,6 +82,7 @@ class MergeView(FigureView):
         item.getAxis("bottom").setTicks([[(i, str(i)) for i in range(dims)]])
         # The legend has a column of its own right of the plot area (beside the x axis
         # too), so it never covers the curves: the plot's layout keeps its room.
+        item.setYRange(-self._bound, self._bound, padding=0)
         self.legend = pg.LegendItem(labelTextColor=theme.color("text"),
                                     labelTextSize=f"{9 * theme.current().font_scale:.0f}pt")
         self.legend.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
@@ -84,7 +102,6 @@ class MergeView(FigureView):
         self.o_b = curve(item, pg.mkPen(theme.series(SET_B), width=theme.line_width(1.5),
                                         style=Qt.DotLine), name="o_B")
         self.plain = curve(item, pen("highlight", 2.5), name="plain average<br>(o_A + o_B)/2")
-        item.setYRange(-self._bound, self._bound, padding=0)
         self._legend_size = self.legend.layout.effectiveSizeHint(Qt.PreferredSize)
         self._legend_scale = 0.0
         item.getViewBox().sigResized.connect(self._fit_legend)
@@ -134,8 +151,21 @@ class MergeView(FigureView):
         b_text = "B empty" if split == keys else f"B: m={_m_text(s.b.m)}, l={s.b.l:.3g}"
         self.a_label.setText(a_text)
         self.b_label.setText(b_text)
-        self.a_label.setPos(max(split, 1) / 2 - 0.5, top * 1.42)
-        self.b_label.setPos((split + keys) / 2 - 0.5 if split < keys else keys - 1, top * 1.2)
+        line = split - 0.5
+        high, low = top * 1.42, top * 1.2
+        a_mid = max(split, 1) / 2 - 0.5
+        b_mid = (split + keys) / 2 - 0.5 if split < keys else keys - 1
+        self.set_labels.set_candidates(self.a_label, [
+            (a_mid, high, 0.5, 0.0), (line - 0.05, high, 1.0, 0.0), (-0.55, high, 0.0, 0.0),
+            (a_mid, low, 0.5, 0.0), (line - 0.05, low, 1.0, 0.0),
+            (line + 0.05, high, 0.0, 0.0)])  # past the line, when A is too narrow
+        self.set_labels.set_candidates(self.b_label, [
+            (b_mid, low, 0.5, 0.0), (line + 0.05, low, 0.0, 0.0), (keys - 0.45, low, 1.0, 0.0),
+            (b_mid, high, 0.5, 0.0), (line + 0.05, high, 0.0, 0.0),
+            (keys - 0.45, high, 1.0, 0.0), (line - 0.05, low, 1.0, 0.0)])
+        self.set_labels.set_obstacles(np.zeros((0, 4)),
+                                      moving=np.array([[line, -top, line, top * 1.45]]))
+        self.set_labels.place()
 
         x = np.arange(self.model.DIMS)
         self.full.set_data(x, s.full.o)

@@ -20,15 +20,18 @@ ROW_GAP = 0.15
 ROWS_BOTTOM = 2 + ROW_GAP + 0.06  # the block outlines' lower edge
 STATE_Y = 2.75  # top of the state boxes, at least; lower when the label needs the room
 STATE_HEIGHT = 1.1
+NAIVE_GAP, NAIVE_HEIGHT = 0.2, 0.75  # the naive formula's row, under the state boxes
 LABEL_LIFT = 0.1  # the state label's lower edge above the boxes
 Y_TOP = -0.3
-BELOW_STATE = 1.3  # y range past the top of the state boxes
+BELOW_STATE = STATE_HEIGHT + NAIVE_GAP + NAIVE_HEIGHT + 0.2  # y range past the state top
 X_LEFT = -0.9  # room for the row names
 PADDING = 0.02  # the diagram's setRange padding
 # Rows of this many cells or more get smaller numbers: "−1.2" is wider than a cell of a
 # 20-cell row in the projector theme at 1280 x 800.
 SMALL_FONT_FROM_WIDTH = 17
 SMALL_FONT = 6
+STATE_FONT = 13  # m, l and o: the numbers the figure is about, its largest text
+NAIVE_FONT = 9
 
 
 def _x_range(width: int) -> tuple[float, float]:
@@ -47,11 +50,20 @@ def _number(value: float) -> str:
     return text.replace("-", "−")
 
 
+def _state_number(value: float) -> str:
+    """m, l, o and the naive numbers: 4 significant digits, inf and NaN as words."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "−∞" if value < 0 else "inf"
+    return f"{value:.4g}".replace("-", "−")
+
+
 class OnlineSoftmaxView(FigureView):
     step_label = "Next block"
 
     def build(self) -> None:
-        for name in ("n_scores", "block_size", "seed", "huge_score"):
+        for name in ("n_scores", "block_size", "seed", "huge_score", "causal"):
             self.controls.add(name)
 
         canvas, self.box = diagram_widget()
@@ -62,6 +74,11 @@ class OnlineSoftmaxView(FigureView):
         self.small_cells = CellGrid(font_size=SMALL_FONT)
         self.box.addItem(self.cells)
         self.box.addItem(self.small_cells)
+        # The on-chip state in large type, the naive formula's row in smaller type.
+        self.state_cells = CellGrid(font_size=STATE_FONT)
+        self.naive_cells = CellGrid(font_size=NAIVE_FONT)
+        self.box.addItem(self.state_cells)
+        self.box.addItem(self.naive_cells)
         self._cells_shown = self.cells
         self.score_label = text_item("x", anchor=(1, 0.5), bold=True)
         self.value_label = text_item("v", anchor=(1, 0.5), bold=True)
@@ -125,45 +142,60 @@ class OnlineSoftmaxView(FigureView):
     def refresh(self) -> None:
         s = self.model.out
         t, k = s.trace, s.done
-        n, b = t.scores.size, t.block_size
+        n = t.scores.size
         # The drawn width moves in steps of 4 cells: a new range re-renders the axes.
         width = max(-(-n // WIDTH_STEP) * WIDTH_STEP, MIN_WIDTH)
-        block_of = np.arange(n) // b
+        visit = t.visit  # the step at which each score is read (1 to K)
+        masked = ~np.isfinite(t.scores)
 
-        # Scores and values: seen blue, current block magenta, unseen grey.
+        # Scores and values: seen blue, current block magenta, unseen grey; masked (−∞)
+        # scores faint.
         fills = []
         for i in range(n):
-            role = ("highlight" if block_of[i] == k - 1 else
-                    "compute" if block_of[i] < k - 1 else "neutral")
-            fills.append(theme.color(role, 150 if role != "neutral" else 70))
+            role = ("highlight" if visit[i] == k else
+                    "compute" if visit[i] < k else "neutral")
+            alpha = 150 if role != "neutral" else 70
+            fills.append(theme.color(role, alpha // 3 if masked[i] else alpha))
         rects = [(i, 0, 0.92, 1) for i in range(n)] + [(i, 1 + ROW_GAP, 0.92, 1)
                                                       for i in range(n)]
         texts = [_number(x) for x in t.scores] + [_number(v) for v in t.values]
         outlines = [None] * (2 * n)
         fills = fills + fills
         # One outline per block around its scores and values.
+        b = t.block_size
         for blk in range(t.blocks):
             lo, hi = blk * b, min(n, (blk + 1) * b)
             rects.append((lo - 0.04, -0.06, hi - lo, 2 + ROW_GAP + 0.12))
             fills.append(None)
-            outlines.append(theme.color("highlight" if blk == k - 1 else "muted"))
+            outlines.append(theme.color("highlight" if visit[lo] == k else "muted"))
             texts.append("")
-        # The on-chip state: three yellow boxes.
-        box_w = width / 3
-        m_text = "−∞" if math.isinf(t.m[k]) else f"{t.m[k]:.4g}"
-        state_y = self._state_y
-        for j, text in enumerate((f"m = {m_text}", f"l = {t.l[k]:.5g}",
-                                  f"o = {t.o[k]:.5g}")):
-            rects.append((j * box_w, state_y, box_w - 0.3, STATE_HEIGHT))
-            fills.append(theme.color("onchip", 80))
-            outlines.append(theme.color("onchip"))
-            texts.append(text)
         shown = self.small_cells if width >= SMALL_FONT_FROM_WIDTH else self.cells
         if shown is not self._cells_shown:
             self._cells_shown.set_cells(np.empty((0, 4)), [])
             self._cells_shown = shown
         shown.set_cells(np.array(rects, dtype=float), fills, outlines, texts,
                         text_color=theme.color("text"))
+
+        # The on-chip state: three yellow boxes; under them the naive formula over the
+        # scores read so far, magenta when it has failed (inf or NaN).
+        box_w = width / 3
+        state_y = self._state_y
+        self.state_cells.set_cells(
+            np.array([(j * box_w, state_y, box_w - 0.3, STATE_HEIGHT) for j in range(3)]),
+            [theme.color("onchip", 80)] * 3, [theme.color("onchip")] * 3,
+            [f"{name} = {_state_number(value)}"
+             for name, value in (("m", t.m[k]), ("l", t.l[k]), ("o", t.o[k]))],
+            text_color=theme.color("text"))
+        naive_sum, naive_o = float(s.naive_sums[k]), float(s.naive_results[k])
+        failed = k > 0 and not math.isfinite(naive_o)
+        naive = ("naive formula, no max subtracted: nothing read yet" if k == 0 else
+                 f"naive formula, no max subtracted: Σ eˣ = {_state_number(naive_sum)}, "
+                 f"o = {_state_number(naive_o)}")
+        self.naive_cells.set_cells(
+            np.array([(0, state_y + STATE_HEIGHT + NAIVE_GAP, width - 0.3, NAIVE_HEIGHT)]),
+            [theme.color("highlight", 60) if failed else None],
+            [theme.color("highlight" if failed else "muted")], [naive],
+            text_color=theme.color("text"))
         self.score_label.setPos(-0.2, 0.5)
         self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
         self.state_label.setText(_state_text(k, t.blocks))
@@ -178,20 +210,23 @@ class OnlineSoftmaxView(FigureView):
             self.plot.getPlotItem().setXRange(-0.7, width - 0.3, padding=0)
 
         # Bars: weights relative to the current max; dashed: before this block's rescale.
+        # Before the first block the dashed outlines show where the bars end up.
         x = np.arange(n, dtype=float)
         heights = t.weights[k]
-        brushes = [theme.color("highlight" if block_of[i] == k - 1 else "compute")
+        brushes = [theme.color("highlight" if visit[i] == k else "compute")
                    for i in range(n)]
         self.bars.setOpts(x=x, height=heights, brushes=brushes, pens=brushes)
-        old = t.weights[k - 1] if k >= 1 else np.zeros(n)
+        old = t.weights[k - 1] if k >= 1 else t.weights[t.blocks]
         self.ghosts.setOpts(x=x, height=old)
         self.factor_text.setPos(-0.5, 1.16)
-        rose = k >= 2 and t.m[k] > t.m[k - 1]
-        if k >= 2:
+        rose = k >= 2 and t.l[k - 1] > 0 and t.m[k] > t.m[k - 1]
+        if k >= 2 and t.l[k - 1] > 0:
             factor = (f"block {k}: rescale × {t.factor[k]:.3g}"
                       + ("  (the max rose)" if rose else "  (max unchanged)"))
+        elif k:
+            factor = "dashed: the bars before this block"
         else:
-            factor = "dashed: the bars before this block" if k else "press Next block"
+            factor = "dashed: the bars after the last block; press Next block"
         self.factor_text.setText(factor, theme.color("highlight" if rose else "text"))
 
         self._message(s, k)
@@ -206,10 +241,19 @@ class OnlineSoftmaxView(FigureView):
         else:
             naive = ""
         if k == 0:
-            self.message.show_message(naive + "Press Next block: the state starts at "
-                                      "m = −∞, l = 0, o = 0.")
+            start = "Press Next block: the state starts at m = −∞, l = 0, o = 0."
+            if self.model.causal:
+                start += (" The causal mask hides the keys after the query (−∞), and the "
+                          "blocks are read from the last one back, so the first block "
+                          "read is all −∞.")
+            self.message.show_message(naive + start)
+        elif t.l[k] == 0.0:
+            self.message.show_message(
+                naive + f"Block {k} is entirely masked: its max is −∞, so the state stays "
+                "empty (m = −∞, l = 0, o = 0). Computing e^(x − m) here would give "
+                "e^(−∞ + ∞) = NaN; the recurrence skips it.")
         elif k < t.blocks:
-            if k >= 2 and t.m[k] > t.m[k - 1]:
+            if k >= 2 and t.l[k - 1] > 0 and t.m[k] > t.m[k - 1]:
                 text = (f"Block {k} raised the max from {t.m[k - 1]:.4g} to {t.m[k]:.4g}: "
                         f"the old sum l and every earlier bar were multiplied by "
                         f"e^({t.m[k - 1]:.4g} − {t.m[k]:.4g}) = {t.factor[k]:.3g} before the "

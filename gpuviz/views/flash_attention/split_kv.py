@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -29,11 +30,13 @@ class SplitKVView(FigureView):
             self.controls.add(name)
 
         canvas, self.box = diagram_widget()
-        self.sms = CellGrid(font_size=7)
+        # The unit counts and the title's SM counts are what the figure is about: large.
+        self.sms = CellGrid(font_size=10, drop_wide_texts=True)
         self.box.addItem(self.sms)
-        self.title = text_item(anchor=(0, 1))
+        self.title = text_item(anchor=(0, 1), size=12, bold=True)
         self.box.addItem(self.title)
         self.title.setPos(0, -0.15)
+        self.box.sigResized.connect(self.schedule_refresh)  # the title's fit
         self.add_plot(canvas, 1)
 
         # Plain Qt items and PlotCurveItems: no Python runs for them on a range change.
@@ -81,6 +84,12 @@ class SplitKVView(FigureView):
         self.title.setText(
                  f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "
                  f"in {sp.waves} wave{'s' if sp.waves > 1 else ''}")
+        # Shrunk to the canvas when the window is too narrow for it.
+        (x0, x1), _ = self.box.viewRange()
+        unit = self.box.viewPixelSize()[0]
+        room = (x1 - max(x0, 0.0)) / unit if unit > 0 else 0.0
+        width = self.title.boundingRect().width() + 8
+        self.title.set_scale(min(1.0, room / width) if room > 0 else 1.0)
 
         us = s.curve_time * 1e6
         # The range first, then the data: one layout and paint pass per change.
@@ -106,5 +115,9 @@ class SplitKVView(FigureView):
         else:
             hint = (f"Each unit now reads {math.ceil(self.model.kv_len / self.model.splits):,} "
                     f"of the {self.model.kv_len:,} cached tokens; the merge kernel adds "
-                    f"{sp.merge_time * 1e6:.2g} µs. ")
-        self.message.show_message(hint + f"Speed-up over no splitting: {s.speedup:.2f}×.")
+                    f"{format_value(sp.merge_time * 1e6, 'µs')}. ")
+        share = 100 * sp.stream_bandwidth / s.hbm_bandwidth
+        self.message.show_message(
+            hint + f"The busy SMs draw {share:.0f}% of HBM's bandwidth (one SM at most "
+            f"{format_value(s.sm_bandwidth / 1e9, 'GB/s')}). Speed-up over no splitting: "
+            f"{format_value(s.speedup, '×')}.")

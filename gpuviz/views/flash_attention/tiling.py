@@ -3,49 +3,78 @@
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetricsF
+from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.core.widgets import TextPanel
 from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
 
 GAP = 0.08
 PAST_ALPHA = 70
+PREVIEW_ALPHA = 50  # before the first step: the whole picture, faint
 STRIP = 1.4  # distance of the Q, K/V and O strips from the matrix, in tiles
+LEGEND_LINES = 7
+LONGEST_ENTRY = "■  computed earlier, discarded"
+
+SOURCES = {
+    "fa2": "FlashAttention-2 order (Dao 2023, Algorithm 1): a Q block stays on chip, "
+           "K and V stream past it, O is written once: 2Nd + 2Nd·⌈N/B⌉ elements.",
+    "fa1": "FlashAttention-1 order (Dao et al. 2022, Algorithm 1): a K/V block stays on "
+           "chip, and for every tile Q, O, m and l are read from HBM and O, m, l written "
+           "back: 2Nd + 3Nd·T + 4N·T elements, T = ⌈N/B⌉.",
+    "standard": "Standard attention: three kernels, S and P written to HBM and read back: "
+                "4Nd + 4N² elements.",
+}
 
 
 def _swatch(role: str, text: str, alpha: int = 255) -> str:
     c = theme.color(role)
-    return (f"<span style='color:rgba({c.red()},{c.green()},{c.blue()},{alpha});"
-            f" font-size:large'>■</span>&nbsp;{text}")
+    return (f"<span style='color:rgba({c.red()},{c.green()},{c.blue()},{alpha});'>■</span>"
+            f"&nbsp;{text}")
+
+
+def _count(value: int) -> str:
+    return f"{value:,}"
 
 
 class FlashTilingView(FigureView):
     def build(self) -> None:
         self.controls.add("mode", "buttons")
+        self.controls.add("loop_order", "buttons")
         for name in ("seq_len", "block_size", "head_dim", "causal"):
             self.controls.add(name)
         canvas, self.box = diagram_widget()
         self.cells = CellGrid()
         self.box.addItem(self.cells)
         self.q_label = text_item("Q", bold=True, anchor=(1, 0.5))
-        self.k_label = text_item("Kᵀ, V", bold=True, anchor=(0.5, 1))
+        self.k_label = text_item("Kᵀ, V", bold=True, anchor=(0, 0.5))
         self.o_label = text_item("O", bold=True, anchor=(0, 0.5))
-        self.status = text_item("", anchor=(0, 0), size=10)
-        for item in (self.q_label, self.k_label, self.o_label, self.status):
+        # The HBM counters, the state the figure is about: its largest text.
+        self.counters = text_item("", role="memory", size=12, bold=True, anchor=(0, 1))
+        for item in (self.q_label, self.k_label, self.o_label, self.counters):
             self.box.addItem(item)
-        self.add_plot(canvas)
-        # The legend under the diagram uses coloured swatches: rich text, set only when
-        # the mode or the mask changes (MessageLabel is plain text by default).
-        self.message.set_rich(True)
-        self._geometry: tuple[int, ...] = ()
+        # The legend (swatches) beside the diagram it explains.
+        self.legend = TextPanel(LEGEND_LINES, accessible_name="Legend", framed=False)
+        width = QFontMetricsF(self.legend.font()).horizontalAdvance(LONGEST_ENTRY)
+        self.legend.setFixedWidth(int(width) + 16)
+        holder = QWidget()
+        row = QHBoxLayout(holder)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(canvas, 1)
+        row.addWidget(self.legend, 0, Qt.AlignVCenter)
+        self.add_plot(holder)
+        self._geometry: tuple = ()
         self._rects = np.zeros((0, 4))
         self._order = np.zeros((0, 0), dtype=int)
 
     def _layout(self, tiles: int, schedule: object) -> None:
         """Rectangles of the T x T tiles, then the Q, K/V and O strips; the step index of
         every tile (-1 when skipped). Rebuilt only when the geometry changes."""
-        key = (tiles, self.model.mode, self.model.causal)
+        key = (tiles, self.model.mode, self.model.causal, self.model.loop_order)
         if key == self._geometry:
             return
         self._geometry = key
@@ -66,11 +95,13 @@ class FlashTilingView(FigureView):
         # Room for the labels, whose size is in pixels while a tile shrinks as T grows.
         margin = 0.4 + 0.07 * tiles
         self.box.setRange(xRange=(-STRIP - margin, tiles + STRIP + margin),
-                          yRange=(-STRIP - margin, tiles + 0.9 + 0.12 * tiles), padding=0.02)
+                          yRange=(-STRIP - margin - 0.05 * tiles, tiles + 0.3),
+                          padding=0.02)
         self.q_label.setPos(-STRIP - 0.1, tiles / 2)
-        self.k_label.setPos(tiles / 2, -STRIP - 0.1)
+        self.k_label.setPos(tiles + 0.1, -STRIP + size / 2)
         self.o_label.setPos(tiles + STRIP + GAP + 0.1, tiles / 2)
-        self.status.setPos(-STRIP, tiles + 0.3)
+        self.counters.setPos(-STRIP, -STRIP - 0.15)
+        self._legend()
 
     def refresh(self) -> None:
         s = self.model.out
@@ -78,14 +109,15 @@ class FlashTilingView(FigureView):
         tiles = sch.tiles
         self._layout(tiles, sch)
         flash = self.model.mode == "flash"
+        fa1 = flash and self.model.loop_order == "fa1"
         done = s.done
         cur = done - 1
         phase = int(sch.phase[cur]) if done else -1
         ci, cj = (int(sch.row[cur]), int(sch.col[cur])) if done else (-1, -1)
         order = self._order.ravel()
         rows = np.repeat(np.arange(tiles), tiles)
-        cols = np.tile(np.arange(tiles), tiles)
-        masked = (cols > rows) if self.model.causal else np.zeros(rows.size, dtype=bool)
+        masked = ((np.tile(np.arange(tiles), tiles) > rows) if self.model.causal
+                  else np.zeros(rows.size, dtype=bool))
 
         none = None
         faint = theme.color("neutral", 45)
@@ -95,23 +127,38 @@ class FlashTilingView(FigureView):
         o: list = [faint] * tiles
         cursor_role = "highlight"
         cursor = np.zeros(4)
-        if flash:
+        if done == 0:
+            # Before the first step the whole picture shows faintly: the tiles that will
+            # be computed (or stored) and the output.
+            role = "compute" if flash else "memory"
+            for index in np.flatnonzero(order >= 0):
+                grid[index] = theme.color(role, PREVIEW_ALPHA)
+            for index in np.flatnonzero(order < 0):
+                grid[index] = none
+            o = [theme.color("memory", PREVIEW_ALPHA)] * tiles
+        elif flash:
             past = (order >= 0) & (order < cur)
             for index in np.flatnonzero(past):
                 grid[index] = theme.color("compute", PAST_ALPHA)
             for index in np.flatnonzero(order < 0):
                 grid[index] = none
-            if done:
-                grid[ci * tiles + cj] = theme.color("compute")
+            grid[ci * tiles + cj] = theme.color("compute")
+            cursor = self._rects[ci * tiles + cj]
+            cursor_role = "onchip"
+            if fa1:  # the K/V block stays, Q and O stream through HBM
+                k[cj] = theme.color("onchip")
+                q[ci] = theme.color("highlight")
+            else:
                 q[ci] = theme.color("onchip")
                 k[cj] = theme.color("highlight")
-                cursor = self._rects[ci * tiles + cj]
-                cursor_role = "onchip"
             for r in range(tiles):
                 last = r if self.model.causal else tiles - 1
                 last_step = self._order[r, last]
+                touched = self._order[r][self._order[r] >= 0]
                 if 0 <= last_step <= cur:
                     o[r] = theme.color("memory")
+                elif fa1 and touched.size and touched.min() <= cur:
+                    o[r] = theme.color("memory_light")  # partial O, back in HBM
         else:
             s_done = (order >= 0) & (order <= cur)
             p_rows = int(np.count_nonzero(sch.phase[:done] == PHASE_P))
@@ -137,34 +184,50 @@ class FlashTilingView(FigureView):
         rects[-1] = cursor
         self.cells.set_cells(rects, fills, outlines, outline_width=2.5)
 
-        self.status.setText(self._status(s, phase, ci, cj))
-        self._legend(flash)
+        self.counters.setText(f"HBM so far: {_count(s.reads)} read, {_count(s.writes)} "
+                              f"written (elements)")
+        self.message.show_message(self._status(s, phase, ci, cj, fa1))
 
-    def _status(self, s: object, phase: int, ci: int, cj: int) -> str:
+    def _status(self, s: object, phase: int, ci: int, cj: int, fa1: bool) -> str:
+        source = SOURCES["fa1" if fa1 else "fa2"] if self.model.mode == "flash" else (
+            SOURCES["standard"])
         if s.done == 0:
-            return "Press Play or Step"
-        if phase == PHASE_FLASH:
-            return (f"Q block {ci} stays on chip; K/V block {cj} streams in; "
-                    f"score tile ({ci}, {cj}) lives only on chip")
-        if phase == PHASE_S:
-            return f"Pass 1: tile ({ci}, {cj}) of S = QKᵀ written to HBM"
-        if phase == PHASE_P:
-            return f"Pass 2: row block {ci} of S read, softmax, P written to HBM"
-        return f"Pass 3: row block {ci} of P read with V, O written"
+            doing = "Press Play or Step; the faint tiles are the work ahead."
+        elif s.finished:
+            doing = f"Done: {_count(s.reads + s.writes)} elements moved in all."
+        elif phase == PHASE_FLASH and fa1:
+            doing = (f"K/V block {cj} stays on chip; Q block {ci} and its O, m, l come in "
+                     f"from HBM and go back; tile ({ci}, {cj}) lives only on chip.")
+        elif phase == PHASE_FLASH:
+            doing = (f"Q block {ci} stays on chip; K/V block {cj} streams in; "
+                     f"tile ({ci}, {cj}) lives only on chip.")
+        elif phase == PHASE_S:
+            doing = f"Pass 1: tile ({ci}, {cj}) of S = QKᵀ written to HBM."
+        elif phase == PHASE_P:
+            doing = f"Pass 2: row block {ci} of S read, softmax, P written to HBM."
+        else:
+            doing = f"Pass 3: row block {ci} of P read with V, O written."
+        return doing + "\n" + source
 
-    def _legend(self, flash: bool) -> None:
-        if flash:
+    def _legend(self) -> None:
+        if self.model.mode == "flash" and self.model.loop_order == "fa1":
+            items = [_swatch("onchip", "K/V block on chip"),
+                     _swatch("highlight", "Q block streaming"),
+                     _swatch("compute", "score tile, on chip only"),
+                     _swatch("compute", "computed earlier, discarded", PAST_ALPHA),
+                     _swatch("memory_light", "partial O, back in HBM"),
+                     _swatch("memory", "final O in HBM")]
+        elif self.model.mode == "flash":
             items = [_swatch("onchip", "Q block on chip"),
                      _swatch("highlight", "K/V block streaming"),
                      _swatch("compute", "score tile, on chip only"),
                      _swatch("compute", "computed earlier, discarded", PAST_ALPHA),
                      _swatch("memory", "O written to HBM")]
-            if self.model.causal:
-                items.append("blank: skipped above the diagonal")
         else:
             items = [_swatch("memory", "S written to HBM"),
                      _swatch("memory_light", "P written to HBM"),
                      _swatch("highlight", "current tile or row")]
-            if self.model.causal:
-                items.append("pale: masked, but stored anyway")
-        self.message.show_message("<br>".join(items))
+        if self.model.causal:
+            items.append("blank: skipped (causal)" if self.model.mode == "flash" else
+                         "pale: masked, stored anyway")
+        self.legend.setText("<br>".join(items))

@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
@@ -17,7 +17,7 @@ from gpuviz.models.roofline import si_text, time_text
 
 BAR_HEIGHT = 0.6
 WHAT_IF_ROLES = ("neutral", "memory", "compute")  # faster GPU, half bytes, 2x FLOP/s
-SPEEDUP_MIN_AXIS = 2.5
+SPEEDUP_MIN_AXIS = 1.5
 
 
 class CalculatorView(FigureView):
@@ -71,8 +71,9 @@ class CalculatorView(FigureView):
         t = out.time
         roof = out.roof
         times = np.array([t.compute, t.memory])
-        # Room right of the longer bar for its label (" 35.1 µs  ← the bound").
-        top = nice_ceiling(times.max() * 1.7)
+        # Room right of the longer bar for its label (" 35.1 µs  ← the bound"); the
+        # finer steps keep the longer bar over half the axis.
+        top = nice_ceiling(times.max() * 1.5, FINE_STEPS)
         if top != self._time_max:
             self._time_max = top
             self.time_plot.getPlotItem().setXRange(0, top, padding=0)
@@ -91,7 +92,7 @@ class CalculatorView(FigureView):
             label.setColor(theme.color("highlight" if i == bound_index else "text"))
 
         gains = np.array([w.speedup for w in out.what_ifs])
-        top_gain = max(SPEEDUP_MIN_AXIS, nice_ceiling(gains.max() * 1.3))
+        top_gain = max(SPEEDUP_MIN_AXIS, nice_ceiling(gains.max() * 1.3, FINE_STEPS))
         gitem = self.gain_plot.getPlotItem()
         if top_gain != self._gain_max:
             self._gain_max = top_gain
@@ -104,7 +105,8 @@ class CalculatorView(FigureView):
             # The GPU's name goes in its bar's label: the row names stay put, so a new
             # GPU does not re-lay out the axis.
             which = f" {w.label[0].lower()}{w.label[1:]}" if i == 0 else ""
-            label.setText(f" {w.speedup:.2f}×{which} ({time_text(w.time)})")
+            # The readouts' precision: "2×" there is "2×" here, not "2.00×".
+            label.setText(f" {format_value(w.speedup, '×')}{which} ({time_text(w.time)})")
             label.setPos(float(gains[i]), float(i))
 
         g = gpu(self.model.gpu)

@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, plot_widget
 from gpuviz.core.text import TextLayer, rich_text
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
@@ -36,7 +36,9 @@ class LayerOpsView(FigureView):
         item.addItem(self.bars)
         # The time labels are one item painted in one call; the bounds follow the x range.
         self.label_layer = TextLayer(QRectF(0, -1, 1, len(LAYER_OPS) + 1))
-        self.time_labels = [self.label_layer.add(size=8, anchor=(0, 0.5)) for _ in LAYER_OPS]
+        # The bar values are what the figure is about: its largest plot text.
+        self.time_labels = [self.label_layer.add(size=10, bold=True, anchor=(0, 0.5))
+                            for _ in LAYER_OPS]
         item.addItem(self.label_layer)
         # Two colours in one label: rich text, set once here.
         self.legend = rich_text(
@@ -64,7 +66,7 @@ class LayerOpsView(FigureView):
             item.getAxis("left").setTicks([[(i, text) for i, text in enumerate(labels)], []])
             item.setYRange(-0.6, n - 0.4, padding=0)
         times = np.array([t.time for t in out.times])
-        x_max = nice_ceiling(times.max() * LABEL_ROOM)
+        x_max = nice_ceiling(times.max() * LABEL_ROOM, FINE_STEPS)
         if x_max != self._x_max:
             self._x_max = x_max
             item.setXRange(0, x_max, padding=0)

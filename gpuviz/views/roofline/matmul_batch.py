@@ -6,17 +6,25 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import set_log_ranges, set_log_ticks, set_time_ticks
+from gpuviz.core.log_axes import (
+    decade_label,
+    set_log_ranges,
+    set_log_ticks,
+    set_time_ticks,
+    time_label,
+)
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal, TextTable
 from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
 
 X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
 Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B
+LABEL_XS = (X_RANGE[0] + 0.05, 1.2, 2.0, 3.0, 3.8)  # where the time curves' labels may go
 
 
 # Short headers and cells: the table must fit the plot column in the projector theme at
@@ -54,17 +62,15 @@ class MatmulBatchView(FigureView):
         self.ceiling.set_data(*_hline(X_RANGE, 0.0))
         self.ridge.set_data(*_hline(X_RANGE, 0.0))
         self.guess_line.set_data([0.0, 0.0], [Y_RANGE[0], Y_RANGE[1]])
-        # The labels of a plot are one item, painted in one call; near an edge a label
-        # flips to the other side of its line (a guess of 10k reads left of its line).
-        # The guess sits at the foot of its line, clear of the ceiling's label at the top
-        # left; the answer right of its line, under the ridge it crosses.
-        labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                  Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
-        self.ceiling_label = labels.add(role="text", size=9, anchor=(0, 1.05))
-        self.ridge_label = labels.add(role="compute", size=9, bold=True, anchor=(1, 1.05))
-        self.guess_label = labels.add(role="text", size=9, anchor=(-0.05, 1))
-        self.answer_label = labels.add(role="highlight", size=9, bold=True,
-                                       anchor=(-0.05, -0.05))
+        # The labels of a plot are one item, painted in one call; each goes to the first
+        # of its candidate places that covers no other label, line or the marker (worked
+        # out in pixels, so it holds in every look and window size).
+        self.labels = labels = PlacedTextLayer(QRectF(
+            X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0], Y_RANGE[1] - Y_RANGE[0]))
+        self.answer_label = labels.add(role="highlight", size=9, bold=True)
+        self.ridge_label = labels.add(role="compute", size=9, bold=True)
+        self.ceiling_label = labels.add(role="text", size=9)
+        self.guess_label = labels.add(role="text", size=9)
         item.addItem(labels)
         self.add_plot(self.plot, 3)
 
@@ -75,13 +81,17 @@ class MatmulBatchView(FigureView):
         self.memory_time = curve(titem, pen("memory", 2.5))
         self.compute_time = curve(titem, pen("compute", 2.5))
         self.time_marker = Dots(titem, 2, 12, marker_roles, marker_outline)
-        self.time_text = TextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60),
-                                   keep_inside=True)
-        self.memory_time_label = self.time_text.add("memory time", role="memory", size=9,
-                                                    anchor=(0, 1.05))
-        self.compute_time_label = self.time_text.add("compute time", role="compute", size=9,
-                                                     anchor=(0, 1.05))
+        self.time_text = PlacedTextLayer(QRectF(X_RANGE[0], -30, X_RANGE[1] - X_RANGE[0], 60))
+        self.memory_time_label = self.time_text.add("memory time", role="memory", size=9)
+        self.compute_time_label = self.time_text.add("compute time", role="compute", size=9)
         titem.addItem(self.time_text)
+        # The two plots share their x axis exactly: their y axes keep the same room for
+        # tick text, the widest label either can show.
+        metrics = QFontMetricsF(item.getAxis("left").style["tickFont"] or self.font())
+        texts = [decade_label(e) for e in range(-1, 6)] + [time_label(e) for e in range(-12, 3)]
+        width = int(max(metrics.horizontalAdvance(t) for t in texts)) + 2
+        for axis in (item.getAxis("left"), titem.getAxis("left")):
+            axis.setStyle(tickTextWidth=width, autoExpandTextSpace=False)
         self._time_range: tuple[int, int] | None = None
         self.add_plot(self.time_plot, 2)
 
@@ -109,13 +119,14 @@ class MatmulBatchView(FigureView):
             self.ceiling.setPos(0.0, log_ceiling)
             self.ridge.setPos(0.0, log_ridge)
         self.ceiling_label.setText(f"ceiling d/2 = {out.ceiling:,.0f} FLOP/B")
-        self.ceiling_label.setPos(X_RANGE[0] + 0.05, log_ceiling)
         self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
-        self.ridge_label.setPos(X_RANGE[1] - 0.05, log_ridge)
-        if log_ceiling < log_ridge:  # keep the two labels apart
-            self.ceiling_label.setAnchor((0, -0.05))
-        else:
-            self.ceiling_label.setAnchor((0, 1.05))
+        left, right = X_RANGE[0] + 0.05, X_RANGE[1] - 0.05
+        middle = (X_RANGE[0] + X_RANGE[1]) / 2
+        for label, y, ends in ((self.ceiling_label, log_ceiling, (left, middle, right)),
+                               (self.ridge_label, log_ridge, (right, middle, left))):
+            self.labels.set_candidates(label, [
+                (x, y, 0.0 if x < middle else 1.0 if x > middle else 0.5, side)
+                for x in ends for side in (1.05, -0.05)])
         x = math.log10(row.batch)
         # The marker of the other colour gets NaN, which hides it.
         xs = [x, math.nan] if row.time.bound == COMPUTE else [math.nan, x]
@@ -125,14 +136,17 @@ class MatmulBatchView(FigureView):
         if self.needs_update("guess", guess):
             self.guess_line.setPos(guess, 0.0)
         self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
-        self.guess_label.setPos(guess, Y_RANGE[0] + 0.05)
+        self.labels.set_candidates(self.guess_label, [
+            (guess, y, side, 1.0) for y in (Y_RANGE[0] + 0.05, Y_RANGE[0] + 0.8)
+            for side in (-0.05, 1.05)])
         shown = self.model.revealed and math.isfinite(out.b_star)
         if shown:
             bx = math.log10(out.b_star)
             if self.needs_update("answer", (bx, log_ridge)):
                 self.answer_line.set_data([bx, bx], [Y_RANGE[0], log_ridge])
             self.answer_label.setText(f"B* = {out.b_star:,.0f}")
-            self.answer_label.setPos(bx, log_ridge)
+            self.labels.set_candidates(self.answer_label, [
+                (bx, log_ridge, ax, ay) for ay in (-0.05, 1.05) for ax in (-0.05, 1.05)])
         else:
             if self.needs_update("answer", None):
                 self.answer_line.set_data([], [])
@@ -149,9 +163,31 @@ class MatmulBatchView(FigureView):
             titem = self.time_plot.getPlotItem()
             titem.setYRange(low, high, padding=0)
             set_time_ticks(titem.getAxis("left"), low, high)
-        self.memory_time_label.setPos(X_RANGE[0] + 0.05, math.log10(out.curve_memory[0]))
-        self.compute_time_label.setPos(X_RANGE[0] + 0.05, math.log10(out.curve_compute[0]))
-
+        # Obstacles for the labels: the curves, the lines and the marker.
+        guess_x = math.log10(self.model.guess_batch)
+        answer = ([[math.log10(out.b_star), Y_RANGE[0], math.log10(out.b_star), log_ridge]]
+                  if shown else [])
+        self.labels.set_obstacles(
+            np.vstack([polyline_segments(log_b, np.log10(out.curve_intensity), 4),
+                       [[X_RANGE[0], log_ceiling, X_RANGE[1], log_ceiling],
+                        [X_RANGE[0], log_ridge, X_RANGE[1], log_ridge]]]),
+            np.array([[x, math.log10(row.intensity)]]), 14,
+            moving=np.array([[guess_x, Y_RANGE[0], guess_x, Y_RANGE[1]], *answer]))
+        memory, compute = np.log10(out.curve_memory), np.log10(out.curve_compute)
+        self.time_text.set_obstacles(np.vstack([polyline_segments(log_b, memory, 4),
+                                                polyline_segments(log_b, compute, 4)]),
+                                     np.array([[x, math.log10(row.time.time)]]), 12)
+        for label, ys in ((self.memory_time_label, memory), (self.compute_time_label, compute)):
+            # Just left of and above a point of the curve, or right of and below it: a
+            # rising or flat curve passes clear of the text. From the left end rightwards.
+            places = []
+            for x_at in LABEL_XS:
+                y_at = float(np.interp(x_at, log_b, ys))
+                places += [(x_at, y_at, 0.0 if x_at == LABEL_XS[0] else 1.0, 1.05),
+                           (x_at, y_at, 0.0, -0.05)]
+            self.time_text.set_candidates(label, places)
+        self.labels.place()
+        self.time_text.place()
         self.table.set_rows(self._table_rows())
         self.predict.sync()
         if math.isinf(out.b_star) and self.model.revealed:
@@ -169,7 +205,9 @@ class MatmulBatchView(FigureView):
         rows = []
         for r in (*out.table, out.row):
             current = r is out.row
-            color = theme.color("highlight" if current else "text")
+            # The fixed row of the current batch lights up with the "now" row.
+            color = theme.color("highlight" if current or r.batch == out.row.batch
+                                else "text")
             values = [f"{r.batch:,}" + (" now" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
                       f"{r.intensity:,.1f}", time_text(r.time.time),

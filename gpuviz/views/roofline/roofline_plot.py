@@ -12,7 +12,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges
 from gpuviz.core.plots import curve, pen, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer
 from gpuviz.data.hardware import load_gpus
 from gpuviz.models.roofline import (
     COMPUTE,
@@ -27,20 +27,22 @@ Y_RANGE = (9.0, 16.5)  # log10 FLOP/s
 POINT_SIZE = 13
 SELECTED_SIZE = 19
 
-# Where each op's label sits relative to its point (TextItem anchor), chosen so the
-# cluster of ops near 1 FLOP/B stays readable: left-and-above or right-and-below the roof.
-# Near an edge of the plot the layer flips a label to the other side of its point.
+# Where each op's label prefers to sit relative to its point (an anchor of its text box),
+# so the cluster of ops near 1 FLOP/B starts apart; the layer tries the other sides of
+# the point in turn when the preferred one covers a label, a line or a dot.
 LABEL_ANCHORS = {
     "add": (1.08, 0.0),
     "softmax": (1.06, 1.1),
     "layernorm": (-0.08, 0.0),
-    "decode_matmul": (-0.06, -1.2),  # under decode attention's label: same point
     "decode_attention": (-0.06, -0.2),
     "decode_matmul_64": (-0.08, 0.0),
     "prefill_attention": (1.08, -0.1),
-    "prefill_matmul": (0.15, 1.25),  # clear of the peak label, which ends at the ridge
+    "prefill_matmul": (0.15, 1.25),
 }
-MOVED_ANCHOR = (-0.08, 0.5)  # an op dragged off its place: right of its point
+# The sides of a point, nearest first, then a line further out (a crowded cluster).
+AROUND = ((-0.08, 0.5), (1.08, 0.5), (-0.05, 1.05), (1.05, -0.05), (1.05, 1.05),
+          (-0.05, -0.05), (0.5, 1.2), (0.5, -0.2), (-0.05, -1.1), (1.05, 2.1),
+          (-0.05, 2.1), (1.05, -1.1), (0.5, 2.3), (0.5, -1.3))
 
 
 class DraggablePoints(pg.ScatterPlotItem):
@@ -100,16 +102,21 @@ class RooflineView(FigureView):
         self.memory_roof = curve(item, pen("memory", 3.0))
         self.compute_roof = curve(item, pen("compute", 3.0))
         self.ridge_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
-        # All labels in one item painted in one call (a TextItem each is far slower).
-        self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                            Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
-        self.memory_label = self.roof_labels.add(role="memory", size=10, bold=True,
-                                                 anchor=(0.5, 1.1))
-        self.compute_label = self.roof_labels.add(role="compute", size=10, bold=True,
-                                                  anchor=(1.0, 1.0))
-        self.ridge_label = self.roof_labels.add(role="text", size=9, anchor=(-0.05, 0.0))
-        self.other_label = self.roof_labels.add(role="neutral", size=8, anchor=(1.0, -0.1))
-        item.addItem(self.roof_labels)
+        # All labels in one item painted in one call, each placed where it covers no
+        # other label, line or dot (worked out in pixels when the plot repaints).
+        self.labels = PlacedTextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
+                                             Y_RANGE[1] - Y_RANGE[0]))
+        self.labels.setZValue(11)
+        self.memory_label = self.labels.add(role="memory", size=10, bold=True)
+        self.compute_label = self.labels.add(role="compute", size=10, bold=True)
+        self.ridge_label = self.labels.add(role="text", size=9)
+        self.op_labels = [self.labels.add(op.label, size=9) for op in named_ops()]
+        # Each dashed roof carries its GPU's name at its right end.
+        self.other_labels = {key: self.labels.add(g.short_name, role="neutral", size=8)
+                             for key, g in load_gpus().items()}
+        item.addItem(self.labels)
+        self._roof_segments = self._other_segments = np.zeros((0, 4))
+        self._dots = np.zeros((0, 2))
 
         self._brushes = {True: pg.mkBrush(theme.color("compute")),
                          False: pg.mkBrush(theme.color("memory"))}
@@ -121,13 +128,6 @@ class RooflineView(FigureView):
         item.addItem(self.points)
         self.points.point_clicked.connect(self._on_click)
         self.points.point_dragged.connect(self._on_drag)
-        self.op_layer = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                         Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
-        self.op_layer.setZValue(11)
-        item.addItem(self.op_layer)
-        self.op_labels = [self.op_layer.add(op.label, size=9,
-                                            anchor=LABEL_ANCHORS.get(op.key, (0, 0)))
-                          for op in named_ops()]
         self.add_plot(self.plot)
 
     def _on_click(self, index: int) -> None:
@@ -152,6 +152,10 @@ class RooflineView(FigureView):
         if self.needs_update("roof", (roof.gpu_key, self.model.precision, log_bw, log_peak)):
             self._set_roofs(roof, log_bw, log_peak, log_ridge)
         self._set_points(out)
+        self.labels.set_obstacles(self._roof_segments, self._dots, SELECTED_SIZE,
+                                  faint=self._other_segments)
+        self.labels.set_order([self.op_labels[out.selected]])
+        self.labels.place()
         text, warn = self.model.message()
         self.message.show_message(text, warn)
 
@@ -162,26 +166,46 @@ class RooflineView(FigureView):
         self.ridge_line.set_data([log_ridge, log_ridge], [Y_RANGE[0], log_peak])
 
         xs, ys = [], []
-        for key in load_gpus():
+        for key, label in self.other_labels.items():
             if key == roof.gpu_key:
+                label.setText("")
                 continue
             other = gpu_roof(key, self.model.precision)
             o_bw, o_peak = math.log10(other.bandwidth), math.log10(other.peak)
             xs += [X_RANGE[0], o_peak - o_bw, X_RANGE[1], np.nan]
             ys += [o_bw + X_RANGE[0], o_peak, o_peak, np.nan]
+            label.setText(load_gpus()[key].short_name)
+            right = X_RANGE[1] - 0.05
+            self.labels.set_candidates(label, [
+                (right - shift, o_peak, 1.0, side) for shift in (0.0, 1.0, 2.0)
+                for side in (1.0, 0.0)])
         self.other_roofs.set_data(xs, ys)  # NaN between the roofs: separate lines
-        self.other_label.setText("dashed: the other GPUs")
-        self.other_label.setPos(X_RANGE[1] - 0.05, Y_RANGE[1] - 0.05)
+        self._roof_segments = np.array(
+            [[X_RANGE[0], log_bw + X_RANGE[0], log_ridge, log_peak],
+             [log_ridge, log_peak, X_RANGE[1], log_peak],
+             [log_ridge, Y_RANGE[0], log_ridge, log_peak]])
+        self._other_segments = np.array(
+            [[xs[i], ys[i], xs[i + 1], ys[i + 1]] for i in range(len(xs) - 1)]).reshape(-1, 4)
 
         precision = roof.precision.upper()
         self.compute_label.setText(f"{precision} peak {roof.peak / 1e12:,.0f} TFLOP/s")
-        # Left of the ridge and above the compute roof nothing else is drawn.
-        self.compute_label.setPos(log_ridge - 0.1, log_peak + 0.05)
-        mid = X_RANGE[0] + 1.2
+        # Above the compute roof, left or right of the ridge, or under it.
+        self.labels.set_candidates(self.compute_label, [
+            (log_ridge - 0.1, log_peak, 1.0, 1.0), (log_ridge - 0.6, log_peak, 1.0, 1.0),
+            (log_ridge + 0.1, log_peak, 0.0, 1.0), (log_ridge + 0.1, log_peak, 0.0, 0.0),
+            (X_RANGE[1] - 0.1, log_peak, 1.0, 0.0)])
         self.memory_label.setText(f"HBM {roof.bandwidth / 1e12:.2f} TB/s")
-        self.memory_label.setPos(mid, log_bw + mid + 0.15)
+        # Above and left of a point of the slope: the slope passes under and right of the
+        # text, never through it. Several points along it, the lowest first.
+        self.labels.set_candidates(self.memory_label, [
+            (x, log_bw + x, 1.0, 1.0) for x in np.arange(X_RANGE[0] + 1.6, log_ridge - 0.5,
+                                                          0.6)] + [
+            (X_RANGE[0] + 1.6, log_bw + X_RANGE[0] + 1.6, 0.0, 0.0)])
         self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
-        self.ridge_label.setPos(log_ridge, Y_RANGE[0] + 0.55)
+        low = Y_RANGE[0] + 0.3
+        self.labels.set_candidates(self.ridge_label, [
+            (log_ridge, low, -0.05, 0.0), (log_ridge, low, 1.05, 0.0),
+            (log_ridge, low + 1.0, -0.05, 0.0), (log_ridge, low + 1.0, 1.05, 0.0)])
 
     def _set_points(self, out: object) -> None:
         log_x = np.log10(out.intensity)
@@ -199,7 +223,11 @@ class RooflineView(FigureView):
             sizes.append(SELECTED_SIZE if selected else POINT_SIZE)
         self.points.setData(x=log_x, y=log_y, brush=brushes, pen=pens, size=sizes)
         for i, (label, op) in enumerate(zip(self.op_labels, named_ops(), strict=True)):
-            label.setPos(float(log_x[i]), float(log_y[i]))  # flipped near an edge by the layer
-            moved = self.model.scale_of(op.key) != 1.0
-            label.setAnchor(MOVED_ANCHOR if moved else LABEL_ANCHORS.get(op.key, (0, 0)))
+            # Every side of its point, the preferred one first: the label stays with its
+            # dot wherever a drag takes it.
+            x, y = float(log_x[i]), float(log_y[i])
+            first = LABEL_ANCHORS.get(op.key, AROUND[0])
+            self.labels.set_candidates(label, [(x, y, *first)] + [
+                (x, y, *anchor) for anchor in AROUND if anchor != first])
             label.setColor(theme.color("highlight" if i == out.selected else "text"))
+        self._dots = np.column_stack([log_x, log_y])
