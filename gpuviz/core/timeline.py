@@ -168,6 +168,22 @@ class Timeline(QObject):
         self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
 
 
+def _runs(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, heights: np.ndarray,
+          fills: Sequence[QColor | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes to draw when there are many: the first box of each run of thin boxes that
+    touch on one lane with one colour and height, and the end of each run. Boxes are
+    taken in the order given (each lane's in time order)."""
+    span = max(float(end.max() - start.min()), 1e-300)
+    thin = (end - start) < THIN * span
+    colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
+    joins = np.zeros(len(lanes), dtype=bool)
+    joins[1:] = (thin[1:] & thin[:-1] & (lanes[1:] == lanes[:-1])
+                 & (colour[1:] == colour[:-1]) & (heights[1:] == heights[:-1])
+                 & (start[1:] <= end[:-1] + 1e-9 * span))
+    keep = np.flatnonzero(~joins)
+    return keep, np.maximum.reduceat(end, keep)
+
+
 def _rects(lanes: np.ndarray, start: np.ndarray, end: np.ndarray,
            heights: np.ndarray | float) -> np.ndarray:
     lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
