@@ -223,7 +223,20 @@ LESSONS: tuple[Lesson, ...] = (
             "flash_attention:SplitKVModel", "flash_attention.split_kv:SplitKVView",
             "split-kv"),
     )),
-    Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md"),
+    Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md", (
+        # lesson 5 figures
+        FigureSpec(
+            "5.1", "float_formats", "Float formats: bits, neighbours and range",
+            "The value you type, stored in the chosen format. Top: its bits (grey sign, "
+            "blue exponent, orange mantissa). Middle: the numbers the format can hold "
+            "around it, with the gap (one ulp) written under each space; the dashed "
+            "magenta line is what you typed. Bottom: every format's range on a log₂ axis, "
+            "magenta where values are lost. <i>Try this:</i> store 1+2**-8 in BF16, then "
+            "70000 in FP16. Then type 1e-8 and switch between FP16 and BF16: BF16 reaches "
+            "as far as FP32, on a far coarser grid.",
+            "mixed_precision:FloatFormatsModel",
+            "mixed_precision.float_formats:FloatFormatsView", "float-formats"),
+    )),
     Lesson(6, "training_memory", "Training memory and checkpointing",
            "06-training-memory.md"),
     Lesson(7, "collectives", "Collectives and the α-β model", "07-collectives.md"),
