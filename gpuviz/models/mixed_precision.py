@@ -522,6 +522,21 @@ class AccumulationModel(FigureModel):
                                   float(naive[stall - 1]) if stall else math.nan,
                                   stall_point(stored, acc.precision))
 
+    def comment(self) -> tuple[str, bool]:
+        out = self.out
+        final, exact = float(out.sums[-1]), float(out.exact[-1])
+        count = len(out.counts)
+        if self.method == "naive" and out.naive_stall_index and out.naive_stall_index <= count:
+            ulp = 2.0 ** (math.frexp(out.naive_stall_value)[1] - out.acc.precision)
+            return (f"{out.acc.label}: the sum is stuck at {value_text(out.naive_stall_value)} "
+                    f"from term {out.naive_stall_index:,} on. There one ulp is "
+                    f"{value_text(ulp)}, so adding {value_text(out.stored_term)} is half an "
+                    f"ulp or less and rounds back to the same sum. Exact: "
+                    f"{value_text(exact)}."), True
+        error = abs(final - exact) / exact
+        return (f"{out.acc.label}, {self.method}: {value_text(final)} after {count:,} terms "
+                f"against {value_text(exact)} exact (relative error {error:.2g})."), False
+
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         final, exact = float(out.sums[-1]), float(out.exact[-1])
@@ -631,6 +646,18 @@ class TrainingStepModel(FigureModel):
         by_key = {s.key: s for s in steps}
         return StepOutput(steps, by_key.get(self.step_shown, steps[0]))
 
+    def comment(self) -> str:
+        return {
+            "bf16": "BF16 keeps FP32's 8 exponent bits, so small gradients survive without "
+                    "loss scaling; everything that sums many numbers or keeps state stays FP32.",
+            "fp16": "FP16's range ends at 65504 and flushes below 2^-25: two loss-scaling "
+                    "steps (magenta) appear, × S after the loss and ÷ S with an inf check "
+                    "before the optimizer.",
+            "fp8": "Only the matmul inputs become FP8 (E4M3 forward, E5M2 for gradients, "
+                   "one scale per tensor); master weights, reductions and the optimizer "
+                   "stay FP32.",
+        }[self.recipe]
+
     def readouts(self) -> dict[str, Readout]:
         steps = self.out.steps
         count = {kind: sum(s.kind == kind for s in steps) for kind in (FP32, HALF, FP8,
@@ -674,6 +701,10 @@ class ScalingOutput:
     subnormal: np.ndarray  # bool: kept with fewer significant bits
     flush_limit: float  # magnitudes at or below this become 0
     overflow_limit: float  # magnitudes from this up become inf
+    edges: np.ndarray  # histogram bin edges, log2 |g * S|
+    normal_counts: np.ndarray  # per bin: kept as normal numbers
+    subnormal_counts: np.ndarray  # kept as subnormals
+    lost_counts: np.ndarray  # flushed or overflowed
 
     @property
     def flushed_pct(self) -> float:
@@ -692,14 +723,27 @@ class ScalingOutput:
         return not (self.flushed.any() or self.overflowed.any())
 
 
+HISTOGRAM_RANGE = (-46.0, 22.0)  # log2 |g * S| for every S = 2^0 .. 2^24
+BIN_WIDTH = 0.5  # binades per bar; FP16's flush limit 2^-25 falls on an edge
+HISTOGRAM_EDGES = np.arange(HISTOGRAM_RANGE[0], HISTOGRAM_RANGE[1] + BIN_WIDTH / 2, BIN_WIDTH)
+
+
 def scale_gradients(fmt_key: str, scale_exp: int) -> ScalingOutput:
-    """The population multiplied by S = 2^scale_exp (exact) and cast to the format."""
+    """The population multiplied by S = 2^scale_exp (exact) and cast to the format, with
+    a histogram of log2 |g * S| split into kept (normal, subnormal) and lost values."""
     fmt = FORMATS[fmt_key]
     logs = gradient_log2() + scale_exp
     stored = round_to(fmt, np.exp2(logs))
-    return ScalingOutput(fmt, scale_exp, logs, stored == 0, np.isinf(stored),
-                         (stored > 0) & (stored < fmt.min_normal), fmt.min_subnormal / 2,
-                         fmt.overflow_threshold)
+    flushed, overflowed = stored == 0, np.isinf(stored)
+    subnormal = (stored > 0) & (stored < fmt.min_normal)
+    lost = flushed | overflowed
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.histogram(logs[mask], HISTOGRAM_EDGES)[0]
+
+    return ScalingOutput(fmt, scale_exp, logs, flushed, overflowed, subnormal,
+                         fmt.min_subnormal / 2, fmt.overflow_threshold, HISTOGRAM_EDGES,
+                         count(~lost & ~subnormal), count(subnormal), count(lost))
 
 
 @cache
@@ -726,6 +770,20 @@ class LossScalingModel(FigureModel):
 
     def compute(self) -> ScalingOutput:
         return scale_gradients(self.fmt, self.scale_exp)
+
+    def comment(self) -> tuple[str, bool]:
+        out = self.out
+        if out.skip:
+            return (f"{out.overflowed_pct:.2f}% of the scaled gradients reach "
+                    f"{value_text(out.overflow_limit)} or more and become inf: GradScaler "
+                    f"would skip this step and halve S."), True
+        if out.lossless:
+            return (f"Every gradient survives in {out.fmt.label} at S = 2^{out.scale_exp}"
+                    + (f"; {100 * out.subnormal.mean():.2f}% are subnormals with fewer "
+                       "significant bits." if out.subnormal.any() else "."), False)
+        return (f"{out.flushed_pct:.2f}% of the gradients are at or below "
+                f"{power_text(out.flush_limit)} after scaling and flush to 0: their "
+                f"updates are lost."), out.flushed_pct >= 1.0
 
     def answer_text(self) -> str:
         good = lossless_exponents("fp16")
