@@ -178,7 +178,10 @@ def parse_value(text: str) -> float:
         raise ValueError(f"'{text.strip()}' is not a number or an arithmetic expression"
                          ) from None
     with np.errstate(all="ignore"):
-        return float(_evaluate(tree.body))
+        try:
+            return float(_evaluate(tree.body))
+        except ValueError as error:
+            raise ValueError(f"'{text.strip()}' is not a number: {error}") from None
 
 
 def _evaluate(node: ast.AST) -> np.float64:
