@@ -326,8 +326,8 @@ class FloatFormatsModel(FigureModel):
         if kind.startswith("NaN"):
             return (f"NaN is not a number; {f.label} has no NaN, so ml_dtypes stores "
                     f"{value_text(out.stored)}." if "not" in kind else
-                    f"NaN is stored as NaN: exponent bits all ones and a mantissa that "
-                    f"is not zero."), "not" in kind
+                    "NaN is stored as NaN: exponent bits all ones and a mantissa that "
+                    "is not zero."), "not" in kind
         if kind.startswith("infinity"):
             return (f"{f.label} has no infinity: ml_dtypes stores {value_text(out.stored)}."
                     if "not" in kind else "Infinity: exponent bits all ones, mantissa "
@@ -576,16 +576,16 @@ def training_steps(recipe: str) -> list[Step]:
     half = "FP16" if recipe == "fp16" else "BF16"
     fp8 = recipe == "fp8"
     steps = [
-        Step("master", "Master weights", FP32, "FP32",
+        Step("master", "Master\nweights", FP32, "FP32",
              "The optimizer adds updates that are often a thousand times smaller than the "
              "weight. In 16 bits (8 significant bits for BF16) such an update is below half "
              "an ulp and vanishes; FP32's 24 bits keep it. This copy is the real model."),
-        Step("cast", f"{half} copy", HALF, half,
+        Step("cast", f"{half}\ncopy", HALF, half,
              "Before the forward pass the weights are rounded to 16 bits once: matmuls read "
              "half the bytes and run on the fast tensor-core path. The copy is thrown away "
              "after the step."),
-        Step("forward", "Forward matmuls", FP8 if fp8 else HALF,
-             "inputs E4M3, sum FP32" if fp8 else f"inputs {half}, sum FP32",
+        Step("forward", "Forward\nmatmuls", FP8 if fp8 else HALF,
+             "E4M3 in\nFP32 sum" if fp8 else f"{half} in\nFP32 sum",
              ("Weights and activations enter the matmul in FP8 E4M3, each tensor multiplied "
               "by its own scale so its largest value lands near 448; the products are "
               "summed in FP32 and the output written in BF16. Only the matmul inputs "
@@ -603,31 +603,31 @@ def training_steps(recipe: str) -> list[Step]:
                           "the loss by S multiplies every gradient by S (the chain rule), "
                           "which lifts the small ones into FP16's range."))
     steps += [
-        Step("backward", "Backward matmuls", FP8 if fp8 else HALF,
-             "grads E5M2, sum FP32" if fp8 else f"inputs {half}, sum FP32",
+        Step("backward", "Backward\nmatmuls", FP8 if fp8 else HALF,
+             "E5M2 in\nFP32 sum" if fp8 else f"{half} in\nFP32 sum",
              ("Gradients enter the matmuls in FP8 E5M2: two mantissa bits but five "
               "exponent bits, because gradients span a wider range than activations; "
               "each tensor has its own scale. Sums stay FP32." if fp8 else
               f"The gradient matmuls run like the forward ones: {half} inputs, FP32 sums, "
               f"{half} outputs.")),
-        Step("reduce", "Gradient reduction", FP32, "FP32",
+        Step("reduce", "Gradient\nreduction", FP32, "FP32",
              "Gradients are summed over micro-batches and over GPUs. Summed in 16 bits, a "
              "long sum stalls once the total is 2^p times a term; in FP32 it does not."),
     ]
     if recipe == "fp16":
-        steps.append(Step("unscale", "÷ S, inf check", SCALING, "grads ÷ S",
+        steps.append(Step("unscale", "÷ S,\ninf check", SCALING, "FP32",
                           "The gradients are divided by S in FP32 and checked: if any is "
                           "inf or NaN, S was too large, the step is skipped and S halves "
                           "(PyTorch's GradScaler; it doubles S again after 2,000 clean "
                           "steps)."))
-    steps.append(Step("optimizer", "Optimizer step", FP32, "FP32 (Adam m, v)",
+    steps.append(Step("optimizer", "Optimizer\nstep", FP32, "FP32\nAdam m, v",
                       "Adam's moments m and v and the update are FP32: v holds squared "
                       "gradients, which underflow and overflow 16 bits easily, and the "
                       "update goes into the FP32 master weights."))
     return steps
 
 
-ALL_STEPS = [(s.key, s.title) for s in training_steps("fp16")]
+ALL_STEPS = [(s.key, s.title.replace("\n", " ")) for s in training_steps("fp16")]
 
 
 @dataclass(frozen=True)
@@ -671,7 +671,7 @@ class TrainingStepModel(FigureModel):
             "fp32": Readout("Steps in FP32", count[FP32]),
             "low": Readout("Steps in 16 or 8 bits", count[HALF] + count[FP8]),
             "scaling": Readout("Loss-scaling steps", count[SCALING]),
-            "matmul": Readout("Forward matmul", matmul.format_text),
+            "matmul": Readout("Forward matmul", matmul.format_text.replace("\n", ", ")),
         }
 
 
@@ -803,10 +803,10 @@ class LossScalingModel(FigureModel):
         out = self.out
         return {
             "scale": Readout("Loss scale S", f"2^{out.scale_exp} = {2 ** out.scale_exp:,}"),
-            "flushed": Readout("Flushed to 0", out.flushed_pct, "%", digits=4),
-            "overflowed": Readout("Overflowed to inf", out.overflowed_pct, "%", digits=4),
-            "subnormal": Readout("Subnormal (fewer bits)", 100.0 * float(out.subnormal.mean()),
-                                 "%", digits=4),
+            "flushed": Readout("Flushed to 0", f"{out.flushed_pct:.2f}%"),
+            "overflowed": Readout("Overflowed to inf", f"{out.overflowed_pct:.2f}%"),
+            "subnormal": Readout("Subnormal (fewer bits)",
+                                 f"{100.0 * float(out.subnormal.mean()):.2f}%"),
             "skip": Readout("GradScaler skips the step", out.skip),
             "lossless": Readout("Nothing lost", out.lossless),
             "answer": Readout("Lossless S (FP16)",

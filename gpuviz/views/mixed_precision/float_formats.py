@@ -9,8 +9,15 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, Dots, curve, diagram_widget, opaque_blend, pen, \
-    plot_widget
+from gpuviz.core.plots import (
+    CellGrid,
+    Dots,
+    curve,
+    diagram_widget,
+    opaque_blend,
+    pen,
+    plot_widget,
+)
 from gpuviz.core.text import TextLayer
 from gpuviz.models.mixed_precision import FORMATS, exact_decimal, power_text, value_text
 
@@ -53,12 +60,15 @@ class FloatFormatsView(FigureView):
         self.line_title = labels.add("representable neighbours (ulp under each gap)",
                                      role="muted", size=8, anchor=(0, 1))
         self.line_title.setPos(0.3, LINE_Y - 2.1)
+        strip_legend = labels.add("Range below: strong = normal numbers, pale = subnormals, "
+                                  "magenta = lost (to 0, or past the largest)",
+                                  role="muted", size=8, anchor=(0, 1))
+        strip_legend.setPos(0.3, DIAGRAM_HEIGHT - 0.1)
         box.addItem(labels)
         self.add_plot(widget, 3)
 
         # The range strip: one row per format on a log2 axis.
-        self.strip = plot_widget("|value|, log₂ scale.  Magenta: lost (to 0, or past the "
-                                 "largest); pale: subnormal; strong: normal")
+        self.strip = plot_widget("|value|, log₂ scale")
         item = self.strip.getPlotItem()
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.2)
@@ -76,7 +86,6 @@ class FloatFormatsView(FigureView):
 
     def refresh(self) -> None:
         out = self.model.out
-        fmt = out.fmt
         self._draw_bits(out)
         self._draw_line(out)
         self._draw_strip(out)
@@ -184,7 +193,7 @@ class FloatFormatsView(FigureView):
         else:
             x = LINE_RIGHT + 1.5 if typed > 0 else LINE_LEFT - 1.5
             note = ""
-        self.typed_line.set_data([x, x], [LINE_Y - 1.5, LINE_Y + 1.6])
+        self.typed_line.set_data([x, x], [LINE_Y - 1.5, LINE_Y + 0.3])
         text = f"typed {value_text(typed)}"
         self.typed_label.setText(f"{note.strip()} {text}" if note.startswith("←")
                                  else text + note)

@@ -23,6 +23,10 @@ from gpuviz.models.mixed_precision import (
 TICK_STEP = 4  # binades between labelled ticks
 
 
+def _values(count: int) -> str:
+    return f"{count:,} value" + ("" if count == 1 else "s")
+
+
 class LossScalingView(FigureView):
     def build(self) -> None:
         self.controls.add("fmt", style="buttons")
@@ -89,15 +93,15 @@ class LossScalingView(FigureView):
 
         in_view = flush > low and over < high
         if flush > low:
-            self.flush_label.setText(f"≤ {power_text(out.flush_limit)}: 0 "
-                                     f"({int(out.flushed.sum()):,} values)")
+            self.flush_label.setText(f"≤ {power_text(out.flush_limit)} → 0\n"
+                                     f"{_values(int(out.flushed.sum()))}")
             self.flush_label.setPos(flush, top * 0.88)
         else:
             self.flush_label.setText("")
         if over < high:
-            self.overflow_label.setText(f"≥ {value_text(out.overflow_limit)}: inf "
-                                        f"({int(out.overflowed.sum()):,} values)")
-            self.overflow_label.setPos(over, top * 0.88)
+            self.overflow_label.setText(f"≥ {value_text(out.overflow_limit)} → inf\n"
+                                        f"{_values(int(out.overflowed.sum()))}")
+            self.overflow_label.setPos(over, top * 0.7)
         else:
             self.overflow_label.setText("")
         self.note.setText("" if in_view else

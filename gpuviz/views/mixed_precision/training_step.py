@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -14,9 +13,9 @@ from gpuviz.core.widgets import TextPanel
 from gpuviz.models.mixed_precision import FP8, FP32, HALF, SCALING
 from gpuviz.views.mixed_precision import KIND_LABEL, KIND_ROLE
 
-BOX_W, BOX_H = 0.86, 0.9  # in slots (one slot per box of the top row)
-TOP, BOTTOM = 0.0, 1.9  # row tops
-LEGEND_Y = 3.2
+BOX_W, BOX_H = 0.86, 1.05  # in slots (one slot per box of the top row)
+TOP, BOTTOM = 0.0, 1.75  # row tops
+LEGEND_Y = 3.05
 ARROW_HEAD = 0.06
 
 
@@ -41,7 +40,7 @@ class TrainingStepView(FigureView):
         widget, box = diagram_widget()
         box.setAspectLocked(False)
         self.box = box
-        self.boxes = CellGrid(font_size=10)
+        self.boxes = CellGrid(font_size=9)
         self.boxes.clicked.connect(self._on_click)
         self.arrows = curve(box, pen("text", 1.5))
         box.addItem(self.boxes)
@@ -82,8 +81,8 @@ class TrainingStepView(FigureView):
             [theme.color(KIND_ROLE[k]) for k in kinds], texts=[KIND_LABEL[k] for k in kinds],
             text_color=theme.color("background"))
         step = out.selected
-        self.why.setText(f"<b>{html.escape(step.title)}: {html.escape(step.format_text)}"
-                         f"</b><br>{html.escape(step.why)}")
+        title = html.escape(f"{step.title}: {step.format_text}".replace("\n", " "))
+        self.why.setText(f"<b>{title}</b><br>{html.escape(step.why)}")
         self.message.show_message(self.model.comment())
 
     @staticmethod
