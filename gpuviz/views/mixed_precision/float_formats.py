@@ -16,7 +16,6 @@ from gpuviz.core.plots import (
     diagram_widget,
     opaque_blend,
     pen,
-    plot_widget,
 )
 from gpuviz.core.text import TextLayer
 from gpuviz.models.mixed_precision import FORMATS, exact_decimal, power_text, value_text
@@ -27,6 +26,8 @@ LINE_Y = 6.6  # the number line
 DIAGRAM_HEIGHT = 9.2
 LINE_LEFT, LINE_RIGHT = 3.0, 31.0
 ROW_HEIGHT = 0.62
+STRIP_LEFT, STRIP_RIGHT = 12.0, 100.0  # the strip's bars, in canvas units
+MAX_TICKS = 12
 FIELD_ROLE = {"sign": "neutral", "exponent": "compute", "mantissa": "memory"}
 
 
@@ -67,22 +68,31 @@ class FloatFormatsView(FigureView):
         box.addItem(labels)
         self.add_plot(widget, 3)
 
-        # The range strip: one row per format on a log2 axis.
-        self.strip = plot_widget("|value|, log₂ scale")
-        item = self.strip.getPlotItem()
-        item.invertY(True)
-        item.showGrid(x=True, y=False, alpha=0.2)
-        item.setYRange(-0.6, len(FORMATS) - 0.4, padding=0)
-        item.getAxis("left").setTicks([[(i, f.label) for i, f in enumerate(FORMATS.values())]])
-        self.zones = CellGrid(font_size=8)
-        item.addItem(self.zones)
-        self.marker = curve(item, pen("text", 2.0))
-        self.strip_labels = TextLayer(QRectF(-200, -1, 400, len(FORMATS) + 1),
+        # The range strip: one row per format on a log2 scale. Drawn on a diagram canvas
+        # with its own ticks: its range changes with the format, and re-ranging a plot's
+        # axes and grid cost more than the 8 ms budget on a slow machine.
+        strip, strip_box = diagram_widget()
+        strip_box.setAspectLocked(False)
+        rows = len(FORMATS)
+        strip_box.setRange(xRange=(0, STRIP_RIGHT), yRange=(-0.9, rows + 0.75), padding=0)
+        self.grid = curve(strip_box, pen("grid", 1.0))
+        self.zones = CellGrid()
+        strip_box.addItem(self.zones)
+        self.marker = curve(strip_box, pen("text", 2.0))
+        self.strip_labels = TextLayer(QRectF(0, -0.9, STRIP_RIGHT, rows + 1.65),
                                       keep_inside=True)
+        for row, f in enumerate(FORMATS.values()):
+            self.strip_labels.add(f.label, size=9, anchor=(1, 0.5)).setPos(STRIP_LEFT - 0.5, row)
+        self.tick_labels = [self.strip_labels.add(size=8, anchor=(0.5, 0))
+                            for _ in range(MAX_TICKS)]
+        self.strip_labels.add("|value|, log₂ scale", size=9, anchor=(0.5, 1)).setPos(
+            (STRIP_LEFT + STRIP_RIGHT) / 2, rows + 0.75)
         self.marker_label = self.strip_labels.add(size=9, bold=True, anchor=(-0.05, 0))
-        item.addItem(self.strip_labels)
+        strip_box.addItem(self.strip_labels)
+        self.strip = strip
         self._range_key: str | None = None
-        self.add_plot(self.strip, 2)
+        self._scale = (0.0, 1.0)
+        self.add_plot(strip, 2)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -202,39 +212,49 @@ class FloatFormatsView(FigureView):
     # --- the range strip ----------------------------------------------------------------
     def _draw_strip(self, out: object) -> None:
         fmt = out.fmt
-        item = self.strip.getPlotItem()
-        low = math.floor(_log2(fmt.min_subnormal)) - 5
-        high = math.ceil(_log2(fmt.max)) + 3
+        rows = len(FORMATS)
         if self._range_key != fmt.key:
             self._range_key = fmt.key
-            item.setXRange(low, high, padding=0)
-            span = high - low
-            step = next(s for s in (1, 2, 4, 8, 16, 32, 64) if span / s <= 12)
-            ticks = [(float(k), f"2^{k}") for k in range(math.ceil(low / step) * step,
-                                                          high + 1, step)]
-            item.getAxis("bottom").setTicks([ticks, []])
-        rects, fills = [], []
-        far_low, far_high = -200.0, 200.0
-        for row, f in enumerate(FORMATS.values()):
-            strong = 255 if f is fmt else 110
-            height = ROW_HEIGHT if f is fmt else ROW_HEIGHT * 0.6
-            top = row - height / 2
-            flush = _log2(f.min_subnormal / 2)
-            normal = _log2(f.min_normal)
-            over = _log2(f.overflow_threshold)
-            for start, end, role in ((far_low, flush, "highlight"),
-                                     (flush, normal, "compute_light"),
-                                     (normal, over, "compute"),
-                                     (over, far_high, "highlight")):
-                rects.append((start, top, end - start, height))
-                fills.append(opaque_blend(role, strong))
-        self.zones.set_cells(np.array(rects), fills)
+            low = math.floor(_log2(fmt.min_subnormal)) - 5
+            high = math.ceil(_log2(fmt.max)) + 3
+            per = (STRIP_RIGHT - STRIP_LEFT) / (high - low)
+            self._scale = (STRIP_LEFT - low * per, per)  # x = offset + per * log2
+            step = next(s for s in (1, 2, 4, 8, 16, 32, 64) if (high - low) / s <= MAX_TICKS - 1)
+            ticks = list(range(math.ceil(low / step) * step, high + 1, step))
+            xs, ys = [], []
+            for k, label in zip(ticks + [None] * MAX_TICKS, self.tick_labels, strict=False):
+                if k is None:
+                    label.setText("")
+                    continue
+                x = self._x(k)
+                xs += [x, x, math.nan]
+                ys += [-0.6, rows - 0.4, math.nan]
+                label.setText(f"2^{k}")
+                label.setPos(x, rows - 0.35)
+            self.grid.set_data(xs, ys)
+            rects, fills = [], []
+            for row, f in enumerate(FORMATS.values()):
+                edges = [_log2(f.min_subnormal / 2), _log2(f.min_normal),
+                         _log2(f.overflow_threshold)]
+                xs = [STRIP_LEFT, *(min(max(self._x(e), STRIP_LEFT), STRIP_RIGHT)
+                                    for e in edges), STRIP_RIGHT]
+                strong = 255 if f is fmt else 110
+                height = ROW_HEIGHT if f is fmt else ROW_HEIGHT * 0.6
+                for i, role in enumerate(("highlight", "compute_light", "compute",
+                                          "highlight")):
+                    rects.append((xs[i], row - height / 2, xs[i + 1] - xs[i], height))
+                    fills.append(opaque_blend(role, strong))
+            self.zones.set_cells(np.array(rects), fills)
         magnitude = abs(out.value)
         if math.isfinite(magnitude) and magnitude > 0:
-            x = min(max(_log2(magnitude), low + 0.2), high - 0.2)
-            self.marker.set_data([x, x], [-0.6, len(FORMATS) - 0.4])
+            x = min(max(self._x(_log2(magnitude)), STRIP_LEFT + 0.3), STRIP_RIGHT - 0.3)
+            self.marker.set_data([x, x], [-0.6, rows - 0.4])
             self.marker_label.setText(f"|typed| = 2^{_log2(magnitude):.2f}")
-            self.marker_label.setPos(x, -0.55)
+            self.marker_label.setPos(x, -0.85)
         else:
             self.marker.set_data([], [])
             self.marker_label.setText("")
+
+    def _x(self, log2_value: float) -> float:
+        offset, per = self._scale
+        return offset + per * log2_value
