@@ -16,7 +16,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cache
+from functools import cache, cached_property, lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -51,27 +51,27 @@ class FloatFormat:
     def bias(self) -> int:
         return 2 ** (self.exponent_bits - 1) - 1
 
-    @property
+    @cached_property
     def info(self) -> ml_dtypes.finfo:
         return ml_dtypes.finfo(self.dtype)
 
-    @property
+    @cached_property
     def max(self) -> float:
         return float(self.info.max)
 
-    @property
+    @cached_property
     def min_normal(self) -> float:
         return float(self.info.smallest_normal)
 
-    @property
+    @cached_property
     def min_subnormal(self) -> float:
         return float(self.info.smallest_subnormal)
 
-    @property
+    @cached_property
     def eps(self) -> float:
         return float(self.info.eps)
 
-    @property
+    @cached_property
     def overflow_threshold(self) -> float:
         """max + half its ulp: larger magnitudes do not round to max. At the tie itself it
         depends on max's last mantissa bit: 1 in the IEEE-like formats (65520 overflows
@@ -731,6 +731,7 @@ BIN_WIDTH = 0.5  # binades per bar; FP16's flush limit 2^-25 falls on an edge
 HISTOGRAM_EDGES = np.arange(HISTOGRAM_RANGE[0], HISTOGRAM_RANGE[1] + BIN_WIDTH / 2, BIN_WIDTH)
 
 
+@lru_cache(maxsize=64)  # every (format, S) of the figure: about 6 MB
 def scale_gradients(fmt_key: str, scale_exp: int) -> ScalingOutput:
     """The population multiplied by S = 2^scale_exp (exact) and cast to the format, with
     a histogram of log2 |g * S| split into kept (normal, subnormal) and lost values."""

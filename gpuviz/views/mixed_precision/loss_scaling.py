@@ -67,17 +67,25 @@ class LossScalingView(FigureView):
 
     def refresh(self) -> None:
         out = self.model.out
+        self.predict.sync()
+        self.message.show_message(*self.model.comment())
+        # The histogram changes only with the format and S (not with the guess).
+        if self.needs_update("histogram", (out.fmt.key, out.scale_exp)):
+            self._draw_histogram(out)
+
+    def _draw_histogram(self, out: object) -> None:
         low, high = HISTOGRAM_RANGE
         top = self._top
         flush = math.log2(out.flush_limit)
         over = math.log2(out.overflow_limit)
-        zones, fills = [], []
+        zones = []
         if flush > low:
             zones.append((low, 0, flush - low, top))
         if over < high:
             zones.append((over, 0, high - over, top))
-        fills = [opaque_blend("highlight", 60)] * len(zones)
-        self.zones.set_cells(np.array(zones).reshape(-1, 4), fills)
+        if self.needs_update("zones", out.fmt.key):
+            self.zones.set_cells(np.array(zones).reshape(-1, 4),
+                                 [opaque_blend("highlight", 60)] * len(zones))
 
         left = out.edges[:-1]
         rects, colours = [], []
@@ -85,9 +93,9 @@ class LossScalingView(FigureView):
         for counts, role in ((out.normal_counts, "compute"),
                              (out.subnormal_counts, "compute_light"),
                              (out.lost_counts, "highlight")):
-            for i in np.flatnonzero(counts):
-                rects.append((left[i] + 0.04, base[i], BIN_WIDTH - 0.08, counts[i]))
-                colours.append(theme.color(role))
+            shown = np.flatnonzero(counts)
+            rects += [(left[i] + 0.04, base[i], BIN_WIDTH - 0.08, counts[i]) for i in shown]
+            colours += [theme.color(role)] * len(shown)
             base = base + counts
         self.bars.set_cells(np.array(rects).reshape(-1, 4), colours)
 
@@ -109,5 +117,3 @@ class LossScalingView(FigureView):
                           f"{power_text(out.flush_limit)} and overflows only past "
                           f"{value_text(out.fmt.max)}: both far off this axis")
         self.note.setPos((low + high) / 2, top * 0.8)
-        self.predict.sync()
-        self.message.show_message(*self.model.comment())
