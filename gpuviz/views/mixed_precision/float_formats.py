@@ -26,7 +26,7 @@ LINE_Y = 6.6  # the number line
 DIAGRAM_HEIGHT = 9.2
 LINE_LEFT, LINE_RIGHT = 3.0, 31.0
 ROW_HEIGHT = 0.62
-STRIP_LEFT, STRIP_RIGHT = 12.0, 100.0  # the strip's bars, in canvas units
+STRIP_LEFT, STRIP_RIGHT = 16.0, 100.0  # the strip's bars, in canvas units
 MAX_TICKS = 12
 FIELD_ROLE = {"sign": "neutral", "exponent": "compute", "mantissa": "memory"}
 
@@ -61,8 +61,8 @@ class FloatFormatsView(FigureView):
         self.line_title = labels.add("representable neighbours (ulp under each gap)",
                                      role="muted", size=8, anchor=(0, 1))
         self.line_title.setPos(0.3, LINE_Y - 2.1)
-        strip_legend = labels.add("Range below: strong = normal numbers, pale = subnormals, "
-                                  "magenta = lost (to 0, or past the largest)",
+        strip_legend = labels.add("Ranges below, log₂ |value|: normal (strong), subnormal "
+                                  "(pale), lost (magenta)",
                                   role="muted", size=8, anchor=(0, 1))
         strip_legend.setPos(0.3, DIAGRAM_HEIGHT - 0.1)
         box.addItem(labels)
@@ -74,19 +74,17 @@ class FloatFormatsView(FigureView):
         strip, strip_box = diagram_widget()
         strip_box.setAspectLocked(False)
         rows = len(FORMATS)
-        strip_box.setRange(xRange=(0, STRIP_RIGHT), yRange=(-0.9, rows + 0.75), padding=0)
+        strip_box.setRange(xRange=(0, STRIP_RIGHT), yRange=(-0.9, rows + 0.6), padding=0)
         self.grid = curve(strip_box, pen("grid", 1.0))
         self.zones = CellGrid()
         strip_box.addItem(self.zones)
         self.marker = curve(strip_box, pen("text", 2.0))
-        self.strip_labels = TextLayer(QRectF(0, -0.9, STRIP_RIGHT, rows + 1.65),
+        self.strip_labels = TextLayer(QRectF(0, -0.9, STRIP_RIGHT, rows + 1.5),
                                       keep_inside=True)
         for row, f in enumerate(FORMATS.values()):
             self.strip_labels.add(f.label, size=9, anchor=(1, 0.5)).setPos(STRIP_LEFT - 0.5, row)
         self.tick_labels = [self.strip_labels.add(size=8, anchor=(0.5, 0))
                             for _ in range(MAX_TICKS)]
-        self.strip_labels.add("|value|, log₂ scale", size=9, anchor=(0.5, 1)).setPos(
-            (STRIP_LEFT + STRIP_RIGHT) / 2, rows + 0.75)
         self.marker_label = self.strip_labels.add(size=9, bold=True, anchor=(-0.05, 0))
         strip_box.addItem(self.strip_labels)
         self.strip = strip
@@ -230,7 +228,7 @@ class FloatFormatsView(FigureView):
                 xs += [x, x, math.nan]
                 ys += [-0.6, rows - 0.4, math.nan]
                 label.setText(f"2^{k}")
-                label.setPos(x, rows - 0.35)
+                label.setPos(x, rows - 0.42)
             self.grid.set_data(xs, ys)
             rects, fills = [], []
             for row, f in enumerate(FORMATS.values()):
