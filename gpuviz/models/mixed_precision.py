@@ -247,6 +247,8 @@ def value_text(value: float) -> str:
         return "inf" if value > 0 else "-inf"
     if value == 0:
         return "-0" if math.copysign(1.0, value) < 0 else "0"
+    if value.is_integer() and abs(value) < 1e7:
+        return f"{int(value):,}"
     if 1e-4 <= abs(value) < 1e7:
         shortest = repr(value)  # the shortest text that reads back as this float
         return shortest.removesuffix(".0") if len(shortest) <= 16 else f"{value:.10g}"

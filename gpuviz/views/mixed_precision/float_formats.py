@@ -27,7 +27,8 @@ DIAGRAM_HEIGHT = 9.2
 LINE_LEFT, LINE_RIGHT = 3.0, 31.0
 ROW_HEIGHT = 0.62
 STRIP_LEFT, STRIP_RIGHT = 16.0, 100.0  # the strip's bars, in canvas units
-MAX_TICKS = 12
+MAX_TICKS = 9
+BITS_WIDTH = 29.0  # canvas units for 32 bits, leaving room for the sign label
 FIELD_ROLE = {"sign": "neutral", "exponent": "compute", "mantissa": "memory"}
 
 
@@ -103,8 +104,8 @@ class FloatFormatsView(FigureView):
     # --- bits ---------------------------------------------------------------------------
     def _draw_bits(self, out: object) -> None:
         fmt = out.fmt
-        width = min(2.5, 32.0 / fmt.bits)
-        left = (WIDTH - width * fmt.bits) / 2
+        width = min(2.5, BITS_WIDTH / fmt.bits)
+        left = max(WIDTH - BITS_WIDTH - 0.5, (WIDTH - width * fmt.bits) / 2)
         fields = [("sign", out.sign_bits), ("exponent", out.exponent_bits),
                   ("mantissa", out.mantissa_bits)]
         rects, fills, texts = [], [], []
@@ -120,7 +121,11 @@ class FloatFormatsView(FigureView):
             label.setText({"sign": "sign", "exponent": f"exponent ({count}, bias {fmt.bias})",
                            "mantissa": f"mantissa ({count})"}[name] if count > 1 or
                           name == "sign" else name[:3])
-            label.setPos((start + x) / 2, BIT_TOP - 0.1)
+            if name == "sign":  # left of its bit: one narrow cell has no room above
+                label.setAnchor((1, 0.5))
+                label.setPos(start - 0.2, BIT_TOP + BIT_HEIGHT / 2)
+            else:
+                label.setPos((start + x) / 2, BIT_TOP - 0.1)
         self.bits.set_cells(np.array(rects), fills, texts=texts,
                             text_color=theme.color("background"))
         self.formula.setText(self._decoded(out))
@@ -140,9 +145,9 @@ class FloatFormatsView(FigureView):
             if int(out.mantissa_bits or "0", 2) == 0:
                 return f"{sign}0: exponent and mantissa all zero"
             return (f"{sign} 2^{1 - fmt.bias} × 0.{out.mantissa_bits}₂ (subnormal: exponent "
-                    f"field 0) = {exact_decimal(out.stored)} exactly")
+                    f"field 0) =\n{exact_decimal(out.stored)} exactly")
         return (f"{sign} 2^({e} − {fmt.bias}) × 1.{out.mantissa_bits}₂ = "
-                f"{exact_decimal(out.stored)} exactly")
+                f"\n{exact_decimal(out.stored)} exactly")
 
     # --- the number line ----------------------------------------------------------------
     def _draw_line(self, out: object) -> None:

@@ -116,4 +116,4 @@ class LossScalingView(FigureView):
                           f"{out.fmt.label} flushes only at or below "
                           f"{power_text(out.flush_limit)} and overflows only past "
                           f"{value_text(out.fmt.max)}: both far off this axis")
-        self.note.setPos((low + high) / 2, top * 0.8)
+        self.note.setPos((low + high) / 2, top * 0.86)
