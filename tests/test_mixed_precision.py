@@ -479,3 +479,21 @@ def test_loss_scaling_sweep(fmt, k, guess, revealed):
         if isinstance(readout.value, float):
             assert math.isfinite(readout.value)
     assert m.comment()[0] and m.answer_text()
+
+
+def test_clicking_a_box_selects_its_step(themed, qtbot):
+    from gpuviz import catalog
+    from tests import figure_driver as drive
+
+    page = drive.build_page(catalog.figure("5.3"))
+    qtbot.addWidget(page)
+    page.model.set("recipe", "fp16")
+    drive.settle()
+    keys = [s.key for s in page.model.out.steps]
+    page.view.boxes.clicked.emit(keys.index("unscale"))
+    drive.settle()
+    assert page.model.step_shown == "unscale"
+    assert "inf" in page.view.why.text()
+    page.model.set("recipe", "bf16")  # no such step there: the first one is explained
+    drive.settle()
+    assert page.model.out.selected.key == "master"
