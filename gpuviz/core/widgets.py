@@ -324,6 +324,7 @@ class ExpressionEntry(BoundControl):
                 self.combo.setCurrentIndex(index)
             if self.combo.lineEdit().text() != value:
                 self.combo.lineEdit().setText(value)
+                self.error.hide()  # the refused text is gone (Reset, another control)
 
 
 def control_for(model: FigureModel, name: str, style: str | None = None) -> BoundControl:
