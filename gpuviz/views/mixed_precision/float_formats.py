@@ -144,10 +144,12 @@ class FloatFormatsView(FigureView):
         if e == 0:
             if int(out.mantissa_bits or "0", 2) == 0:
                 return f"{sign}0: exponent and mantissa all zero"
-            return (f"{sign} 2^{1 - fmt.bias} × 0.{out.mantissa_bits}₂ (subnormal: exponent "
-                    f"field 0) =\n{exact_decimal(out.stored)} exactly")
-        return (f"{sign} 2^({e} − {fmt.bias}) × 1.{out.mantissa_bits}₂ = "
-                f"\n{exact_decimal(out.stored)} exactly")
+            head = (f"{sign} 2^{1 - fmt.bias} × 0.{out.mantissa_bits}₂ (subnormal: "
+                    "exponent field 0) =")
+        else:
+            head = f"{sign} 2^({e} − {fmt.bias}) × 1.{out.mantissa_bits}₂ ="
+        tail = f"{exact_decimal(out.stored)} exactly"
+        return head + ("\n" if len(head) + len(tail) > 56 else " ") + tail
 
     # --- the number line ----------------------------------------------------------------
     def _draw_line(self, out: object) -> None:
