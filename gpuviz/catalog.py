@@ -225,7 +225,50 @@ LESSONS: tuple[Lesson, ...] = (
             "flash_attention:SplitKVModel", "flash_attention.split_kv:SplitKVView",
             "split-kv"),
     )),
-    Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md"),
+    Lesson(5, "mixed_precision", "Mixed-precision training", "05-mixed-precision.md", (
+        # lesson 5 figures
+        FigureSpec(
+            "5.1", "float_formats", "Float formats: bits, neighbours and range",
+            "The value you type, stored in the chosen format. Top: its bits (grey sign, "
+            "blue exponent, orange mantissa). Middle: the numbers the format can hold "
+            "around it, with the gap (one ulp) written under each space; the dashed "
+            "magenta line is what you typed. Bottom: every format's range on a log₂ axis, "
+            "magenta where values are lost. <i>Try this:</i> store 1+2**-8 in BF16, then "
+            "70000 in FP16. Then type 1e-8 and switch between FP16 and BF16: BF16 reaches "
+            "as far as FP32, on a far coarser grid.",
+            "mixed_precision:FloatFormatsModel",
+            "mixed_precision.float_formats:FloatFormatsView", "float-formats"),
+        FigureSpec(
+            "5.2", "accumulation", "Accumulating many small terms",
+            "The same term t is added again and again, and every addition is rounded to "
+            "the accumulator's format. Magenta: the computed sum; dashed: the exact one; "
+            "dotted: t × 2^p, where p counts the significand bits. <i>Try this:</i> with "
+            "BF16 and the naive method the sum gets stuck at 32; switch the accumulator to "
+            "FP32, then back to BF16 with pairwise and with Kahan. Then set t to 1 and "
+            "compare BF16 (stuck at 256) with the 3-bit toy format (stuck at 16).",
+            "mixed_precision:AccumulationModel",
+            "mixed_precision.accumulation:AccumulationView", "accumulation"),
+        FigureSpec(
+            "5.3", "training_step", "One mixed-precision training step",
+            "The steps of one training step, left to right along the top and back along "
+            "the bottom, each coloured by the format it computes in: blue FP32, aqua "
+            "16-bit, yellow FP8, magenta the loss-scaling steps. <i>Try this:</i> click "
+            "any box to read why it uses that format. Switch to FP16 + loss scaling and "
+            "find the two magenta steps; then pick FP8 matmuls and see which boxes change "
+            "and which stay blue.",
+            "mixed_precision:TrainingStepModel",
+            "mixed_precision.training_step:TrainingStepView", "training-step"),
+        FigureSpec(
+            "5.4", "loss_scaling", "Loss scaling: moving gradients into FP16's range",
+            "Bars: how many gradients of a synthetic network have each magnitude, on a "
+            "log₂ axis, after the loss (and so every gradient) is multiplied by S. In the "
+            "magenta zones a value is lost: too small, it becomes 0; too large, inf. "
+            "<i>Try this:</i> at S = 1 about 42% flush to zero; predict the one S that "
+            "loses nothing, press Reveal, then raise S to 2^15, 2^19 and 2^20. Finally "
+            "switch to BF16 with S = 1.",
+            "mixed_precision:LossScalingModel",
+            "mixed_precision.loss_scaling:LossScalingView", "loss-scaling"),
+    )),
     Lesson(6, "training_memory", "Training memory and checkpointing",
            "06-training-memory.md", (
         # lesson 6 figures

@@ -23,7 +23,9 @@ class Parameter:
 
     The type comes from the default: bool, int, float, or str (then `choices` is required,
     as (value, label) pairs or a callable returning them, for choices read from data).
-    `log=True` asks controls for a logarithmic scale.
+    `log=True` asks controls for a logarithmic scale. A text parameter with `free_text`
+    (a function that raises ValueError for text it refuses) also takes any typed text that
+    function accepts; its choices are then examples.
     """
 
     def __init__(
@@ -38,6 +40,7 @@ class Parameter:
         choices: Choices | None = None,
         log: bool = False,
         help: str = "",
+        free_text: Callable[[str], object] | None = None,
     ) -> None:
         self.default = default
         self.label = label
@@ -48,6 +51,7 @@ class Parameter:
         self._choices = choices
         self.log = log
         self.help = help
+        self.free_text = free_text
         self.name = ""
         if isinstance(default, bool):
             self.kind = bool
@@ -103,7 +107,10 @@ class Parameter:
         if self.kind is str:
             value = str(value)
             if value not in self.choice_values():
-                raise ValueError(self.allowed())
+                if self.free_text is None:
+                    raise ValueError(self.allowed())
+                value = value.strip()
+                self.free_text(value)  # raises ValueError with the reason
             return value
         number = float(value)
         if math.isnan(number):
@@ -121,6 +128,8 @@ class Parameter:
         if self.kind is bool:
             return self._parse_bool(text)
         if self.kind is str:
+            if self.free_text is not None:
+                return self.coerce(text)
             if text not in self.choice_values():
                 raise ValueError(f"'{text}' is not a choice; {self.allowed()}")
             return text
@@ -140,6 +149,8 @@ class Parameter:
         if self.kind is bool:
             return "allowed: true or false"
         if self.kind is str:
+            if self.free_text is not None:
+                return "allowed: " + (self.free_text.__doc__ or "text").strip().split("\n")[0]
             return "allowed: " + ", ".join(self.choice_values())
         unit = f" {self.unit}" if self.unit else ""
         kind = "a whole number" if self.kind is int else "a number"

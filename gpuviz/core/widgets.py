@@ -266,6 +266,67 @@ class NumberEntry(BoundControl):
                     self.edit.setText(text)
 
 
+class ExpressionEntry(BoundControl):
+    """Free text for a parameter with `free_text` (a typed number or expression), with its
+    examples in the drop-down list. Text the parameter refuses is refused inline: the
+    reason shows under the field and the model keeps its value."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        self.combo = QComboBox()
+        self.combo.setEditable(True)
+        self.combo.setInsertPolicy(QComboBox.NoInsert)
+        self.combo.setAccessibleName(self.param.label)
+        self.combo.setToolTip(self.toolTip())
+        for value, label in self.param.choices:
+            self.combo.addItem(label, value)
+        self.error = QLabel()
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet(f"color: {theme.color('highlight').name()}")
+        self.error.hide()
+        label = QLabel(self.param.label)
+        label.setBuddy(self.combo)
+        self.combo.lineEdit().editingFinished.connect(self._on_edit)
+        self.combo.activated.connect(self._on_pick)
+        self.combo.currentIndexChanged.connect(self._on_pick)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(1)
+        layout.addWidget(label)
+        layout.addWidget(self.combo)
+        layout.addWidget(self.error)
+        self.sync()
+
+    def _on_pick(self, index: int) -> None:
+        if index >= 0:
+            self._accept(self.combo.itemData(index))
+
+    def _on_edit(self) -> None:
+        self._accept(self.combo.lineEdit().text())
+
+    def _accept(self, text: str) -> None:
+        try:
+            value = self.param.coerce(text)
+        except ValueError as error:
+            self.error.setText(f"Not accepted: {error}")
+            self.error.show()
+            return
+        self.error.hide()
+        self.model.set(self.name, value)
+
+    def sync(self) -> None:
+        if self.combo.lineEdit().hasFocus():
+            return
+        value = self.model.get(self.name)
+        with QSignalBlocker(self.combo):
+            index = self.combo.findData(value)
+            if index != self.combo.currentIndex() and index >= 0:
+                self.combo.setCurrentIndex(index)
+            if self.combo.lineEdit().text() != value:
+                self.combo.lineEdit().setText(value)
+                self.error.hide()  # the refused text is gone (Reset, another control)
+
+
 def control_for(model: FigureModel, name: str, style: str | None = None) -> BoundControl:
     """The natural control for a parameter: slider, combo box, buttons, check box, entry."""
     param = model.parameter(name)
@@ -273,6 +334,8 @@ def control_for(model: FigureModel, name: str, style: str | None = None) -> Boun
         return ChoiceButtons(model, name)
     if style == "entry":
         return NumberEntry(model, name)
+    if param.free_text is not None:
+        return ExpressionEntry(model, name)
     if param.kind is bool:
         return ToggleBox(model, name)
     if param.kind is str:
