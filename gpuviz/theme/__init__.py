@@ -146,6 +146,38 @@ def _color(theme: Theme, role: str, alpha: int) -> QColor:
     return qcolor
 
 
+def text_color(role: str, contrast: float = 4.5) -> QColor:
+    """The colour of a role for text: the role's own colour when it reads on the
+    background (WCAG contrast ratio `contrast`), else the same hue, as saturated, made darker
+    (or lighter, on a dark background) until it does: a pale magenta warning on white
+    becomes a deep magenta one."""
+    return QColor(_text_color(_current, role, contrast))
+
+
+@functools.cache
+def _text_color(theme: Theme, role: str, contrast: float) -> QColor:
+    colour = QColor(theme.roles.get(role) or getattr(theme, role))
+    back = _luminance(QColor(theme.background))
+    hue, saturation, lightness, _ = colour.getHslF()
+    target = 1.0 if back < 0.18 else 0.0  # towards white on dark backgrounds
+    for step in range(21):
+        t = step / 20
+        candidate = QColor.fromHslF(max(hue, 0.0), saturation,
+                                    (1 - t) * lightness + t * target)
+        lum = _luminance(candidate)
+        if (max(lum, back) + 0.05) / (min(lum, back) + 0.05) >= contrast:
+            return candidate
+    return QColor(theme.text)
+
+
+def _luminance(qcolor: QColor) -> float:
+    """WCAG relative luminance."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    return (0.2126 * linear(qcolor.redF()) + 0.7152 * linear(qcolor.greenF())
+            + 0.0722 * linear(qcolor.blueF()))
+
+
 def readable_on(fill: QColor) -> QColor:
     """The theme's text or background colour, whichever reads better on `fill` (an opaque
     colour): dark text on pale cells, light text on dark ones, in every look."""
