@@ -79,7 +79,7 @@ LESSONS: tuple[Lesson, ...] = (
             "1.4", "memory_hierarchy", "The memory hierarchy on a log scale",
             "Registers, shared memory/L1, L2 and HBM (yellow on chip, orange off chip), "
             "and, if you add them, the aqua links to other GPUs. Each grid line is ten "
-            "times the previous one. Paler bars are computed or estimated; a level "
+            "times the previous one. Hollow bars are computed or estimated; a level "
             "without a sourced number has no bar. <i>Try this:</i> compare the sizes of "
             "L2 and HBM, then switch to bandwidth: the big memory is the slower one. "
             "Click a bar to read its numbers and where they come from.",

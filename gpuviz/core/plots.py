@@ -623,6 +623,14 @@ class Legend(pg.GraphicsObject):
     def labels(self) -> list[str]:
         return [row[0] for row in self._rows]
 
+    def end_with_room(self, low: float, high: float) -> float:
+        """The end of a range from `low` to `high` (data along the legend's side of the
+        view) extended so the legend fits past `high` without covering the data; call it
+        again when the view box is resized (sigResized)."""
+        length = self._box.height() if self._anchor[1] in (0, 1) else self._box.width()
+        share = (self._size[1] + 2 * self._offset) / max(length, 1.0)
+        return low + (high - low) / max(1.0 - share, 0.5)
+
     def _add(self, label: str, kind: str, style: object, opts: dict) -> Legend:
         self._rows.append((label, kind, style, opts))
         self._lay_out()
