@@ -201,10 +201,11 @@ def hatched_by_default(fill: QColor | None) -> bool:
     return fill is not None and fill.rgb() == theme.color("idle").rgb()
 
 
-def hatch_brush(fill: QColor) -> QBrush:
+def hatch_brush(fill: QColor, ink: QColor | None = None) -> QBrush:
     """Diagonal hatching over `fill`, in device pixels (its spacing does not change with the
-    zoom): lines in the text or background colour, whichever contrasts with the fill."""
-    ink = theme.readable_on(fill)
+    zoom): lines in `ink`, by default the text or background colour, whichever contrasts
+    with the fill."""
+    ink = theme.readable_on(fill) if ink is None else ink
     return _hatch_brush(theme.current().name, ink.rgb(), theme.line_width(1.0))
 
 
@@ -250,7 +251,7 @@ class CellGrid(pg.GraphicsObject):
         self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
-        self._hatch_groups: list[tuple[QColor, np.ndarray]] = []
+        self._hatch_groups: list[tuple[QBrush, np.ndarray]] = []
         self._text_inks: list[QColor] = []
         self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
         self._static: dict[str, tuple[QStaticText, float, float]] = {}
@@ -267,10 +268,12 @@ class CellGrid(pg.GraphicsObject):
                   outlines: Sequence[QColor | None] | None = None,
                   texts: Sequence[str] | None = None, outline_width: float = 1.5,
                   text_color: QColor | None = None,
-                  hatch: Sequence[bool] | None = None) -> None:
+                  hatch: Sequence[bool] | None = None,
+                  hatch_ink: QColor | None = None) -> None:
         """rects: array (n, 4) of x, y, width, height in data units. hatch: which cells
-        are hatched (default: those filled with the idle role). text_color: one colour for
-        every text (default: per cell, the one that reads on its fill)."""
+        are hatched (default: those filled with the idle role), in `hatch_ink` (default:
+        what contrasts with the fill). text_color: one colour for every text (default: per
+        cell, the one that reads on its fill)."""
         array = np.asarray(rects, dtype=float).reshape(-1, 4)
         if not np.array_equal(array, self._array):
             # Most refreshes only recolour; rebuild the rectangles only when they move.
@@ -291,7 +294,8 @@ class CellGrid(pg.GraphicsObject):
         for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
             if on and fill is not None:
                 hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
-        self._hatch_groups = [(fill, self._array[rows]) for fill, rows in hatched.values()]
+        self._hatch_groups = [(hatch_brush(fill, hatch_ink), self._array[rows])
+                              for fill, rows in hatched.values()]
         self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
         if texts is not None and len(texts) != len(self._rects):
             raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
@@ -380,12 +384,12 @@ class CellGrid(pg.GraphicsObject):
         t = painter.transform()
         painter.save()
         painter.resetTransform()
-        for fill, cells in self._hatch_groups:
+        for hatching, cells in self._hatch_groups:
             x0 = t.m11() * cells[:, 0] + t.dx()
             y0 = t.m22() * cells[:, 1] + t.dy()
             x1 = t.m11() * (cells[:, 0] + cells[:, 2]) + t.dx()
             y1 = t.m22() * (cells[:, 1] + cells[:, 3]) + t.dy()
-            painter.setBrush(hatch_brush(fill))
+            painter.setBrush(hatching)
             painter.drawRects([QRectF(QPointF(a, b), QPointF(c, d)).normalized()
                                for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(),
                                                      y1.tolist(), strict=True)])
