@@ -140,7 +140,7 @@ LESSONS: tuple[Lesson, ...] = (
             "kernels:FusionModel", "kernels.fusion:FusionView", "fusion"),
         FigureSpec(
             "3.2", "tiling", "Tiled matmul: how often each element leaves HBM",
-            "Each step copies one tile of A and one of B (magenta outlines) from HBM to "
+            "Each step copies one tile of A and one of B (yellow outlines) from HBM to "
             "shared memory, multiplies them and accumulates the result in the C tile that "
             "stays on chip (yellow). The numbers count "
             "HBM reads of every element over the whole kernel. <i>Try this:</i> press Next "

@@ -592,7 +592,11 @@ class Legend(pg.GraphicsObject):
     """
 
     def __init__(self, view: pg.ViewBox | pg.PlotItem, anchor: tuple[float, float] = (1, 0),
-                 columns: int = 1, size: float = 9, offset: float = 6) -> None:
+                 columns: int = 1, size: float = 9, offset: float = 6,
+                 at: tuple[float, float] | None = None) -> None:
+        """anchor: the corner of the view box it sits in (0 left/top, 1 right/bottom);
+        or, with `at`, the point of the legend (same convention) placed at that data
+        point, so it stays next to what it explains when the view is resized."""
         super().__init__()
         box = view.getViewBox() if isinstance(view, pg.PlotItem) else view
         self.setParentItem(box)
@@ -601,6 +605,7 @@ class Legend(pg.GraphicsObject):
         self._anchor = anchor
         self._columns = max(1, columns)
         self._offset = offset
+        self._at = at
         self._font = theme.font(size)
         self._metrics = QFontMetricsF(self._font)
         self._rows: list[tuple[str, str, object, dict]] = []
@@ -608,6 +613,8 @@ class Legend(pg.GraphicsObject):
         self._size = (0.0, 0.0)
         self._cells: list[QRectF] = []
         box.sigResized.connect(self._place)
+        if at is not None:
+            box.sigTransformChanged.connect(self._place)
 
     def add_box(self, label: str, fill: QColor, hatch: bool | None = None,
                 outline: QColor | None = None) -> Legend:
@@ -673,9 +680,13 @@ class Legend(pg.GraphicsObject):
         self.update()
 
     def _place(self) -> None:
-        area = self._box.rect()
         width, height = self._size
         ax, ay = self._anchor
+        if self._at is not None:
+            point = self._box.mapFromViewToItem(self._box, QPointF(*self._at))
+            self.setPos(point.x() - ax * width, point.y() - ay * height)
+            return
+        area = self._box.rect()
         x = area.left() + self._offset + ax * (area.width() - width - 2 * self._offset)
         y = area.top() + self._offset + ay * (area.height() - height - 2 * self._offset)
         self.setPos(x, y)
