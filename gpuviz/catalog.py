@@ -153,16 +153,16 @@ LESSONS: tuple[Lesson, ...] = (
             "3.3", "coalescing", "Coalescing: the sectors one warp fetches",
             "Memory as rows of 4-byte elements grouped into 32-byte sectors. The solid "
             "boxes are what the 32 threads of a warp asked for (numbered by thread); a "
-            "magenta outline is a sector the hardware had to fetch, pale boxes are bytes "
-            "fetched for nothing. <i>Try this:</i> raise the stride from 1 to 8 and watch "
+            "framed group is a sector the hardware had to fetch, pale hatched boxes are "
+            "bytes fetched for nothing. <i>Try this:</i> raise the stride from 1 to 8 and watch "
             "the efficiency fall. Then compare the contiguous row with the one that starts "
             "4 bytes late.",
             "kernels:CoalescingModel", "kernels.coalescing:CoalescingView", "coalescing"),
         FigureSpec(
             "3.4", "banks", "Shared-memory banks and padding",
-            "Shared memory as 32 banks (columns), one 4-byte word per bank per row. Magenta "
+            "Shared memory as 32 banks (columns), one 4-byte word per bank per row. Yellow "
             "words are those a warp reads at once; the bars count the different words each "
-            "bank has to deliver, one per cycle. <i>Try this:</i> read a column of a "
+            "bank has to deliver, one per cycle, magenta where they conflict. <i>Try this:</i> read a column of a "
             "32 × 32 tile, then of the same tile padded to 33 words per row. Then try the "
             "two diagonals.",
             "kernels:BankConflictModel", "kernels.banks:BankConflictView", "banks"),

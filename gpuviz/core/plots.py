@@ -192,7 +192,15 @@ def text_item(text: str = "", role: str = "text", size: float | None = 10, bold:
     return PixelText(text, role, size, bold, anchor)
 
 
-HATCH_ALPHA = 150  # of the hatch lines over their fill
+HATCH_ALPHA = 130  # of the hatch lines over their fill
+
+
+UNTOUCHED_ALPHA = 60  # of the neutral grey over the background, for data not yet touched
+
+
+def untouched() -> QColor:
+    """The one fill of cells that nothing has read or written yet (3.2, 3.3, 4.2...)."""
+    return opaque_blend("neutral", UNTOUCHED_ALPHA)
 
 
 def hatched_by_default(fill: QColor | None) -> bool:
@@ -206,7 +214,7 @@ def hatch_brush(fill: QColor, ink: QColor | None = None) -> QBrush:
     zoom): lines in `ink`, by default the text or background colour, whichever contrasts
     with the fill."""
     ink = theme.readable_on(fill) if ink is None else ink
-    return _hatch_brush(theme.current().name, ink.rgb(), theme.line_width(1.0))
+    return _hatch_brush(theme.current().name, ink.rgb(), max(1.0, theme.line_width(0.6)))
 
 
 _HATCHES: dict[tuple, QBrush] = {}
@@ -630,6 +638,14 @@ class Legend(pg.GraphicsObject):
     def clear(self) -> None:
         self._rows.clear()
         self._lay_out()
+
+    def set_at(self, at: tuple[float, float]) -> None:
+        """Move the legend to another data point (see `at`)."""
+        if at != self._at:
+            if self._at is None:
+                self._box.sigTransformChanged.connect(self._place)
+            self._at = at
+            self._place()
 
     def labels(self) -> list[str]:
         return [row[0] for row in self._rows]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFontMetricsF
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QPushButton
 
 from gpuviz import theme
@@ -16,10 +16,10 @@ from gpuviz.core.plots import (
     CellGrid,
     Legend,
     diagram_widget,
-    opaque_blend,
     pen,
     plot_widget,
     text_item,
+    untouched,
 )
 from gpuviz.core.text import TEXT_MARGIN
 from gpuviz.models.kernels import KB, TiledMatmul
@@ -93,7 +93,7 @@ class TiledMatmulView(FigureView):
         # The key, in the empty corner left of B and above A.
         self.legend = Legend(self.box, anchor=(0, 0), size=8, at=(0.0, 0.0))
         self.legend.add_box("read from HBM (count)", theme.color("memory"))
-        self.legend.add_box("not read yet", _untouched())
+        self.legend.add_box("not read yet", untouched())
         self.legend.add_box("tiles on chip now", theme.color("background"),
                             outline=theme.color("onchip"))
         self.legend.add_box("C tile written", theme.color("compute"))
@@ -220,7 +220,7 @@ class TiledMatmulView(FigureView):
 
     def _draw_matrices(self, out: TiledMatmul) -> None:
         n, m = out.n, out.tiles
-        muted = _untouched()
+        muted = untouched()
         # Stronger orange the more often an element was read; grey while never read.
         shades = [muted] + [theme.color("memory", 70 + int(150 * r / m))
                             for r in range(1, m + 1)]
@@ -318,7 +318,3 @@ class TiledMatmulView(FigureView):
                 f"{format_value(need_kb, 'KB')} of shared memory for T = {tile} fits the "
                 "default limit.")
 
-
-def _untouched() -> QColor:
-    """Cells not read yet: the neutral grey, faint."""
-    return opaque_blend("neutral", 60)
