@@ -162,9 +162,9 @@ LESSONS: tuple[Lesson, ...] = (
             "3.4", "banks", "Shared-memory banks and padding",
             "Shared memory as 32 banks (columns), one 4-byte word per bank per row. Yellow "
             "words are those a warp reads at once; the bars count the different words each "
-            "bank has to deliver, one per cycle, magenta where they conflict. <i>Try this:</i> read a column of a "
-            "32 × 32 tile, then of the same tile padded to 33 words per row. Then try the "
-            "two diagonals.",
+            "bank has to deliver, one per cycle, magenta where they conflict. "
+            "<i>Try this:</i> read a column of a 32 × 32 tile, then of the same tile "
+            "padded to 33 words per row. Then try the two diagonals.",
             "kernels:BankConflictModel", "kernels.banks:BankConflictView", "banks"),
     )),
     Lesson(4, "flash_attention", "FlashAttention and online softmax",

@@ -160,8 +160,9 @@ class TiledMatmulView(FigureView):
         self._fit_titles(scale, right, upper)
         # The key shrinks where the corner beside B is too narrow or short for it.
         legend = self.legend.boundingRect()
-        room_x = (self.origins["b"][0] - left) * scale - 12
-        room_y = (self.origins["a"][1] - GAP - upper) * scale
+        room_x = self.origins["b"][0] * scale - 8  # from x = 0 to B
+        room_y = (self.origins["a"][1] * scale  # from y = 0 down to A's title
+                  - self.title_a.boundingRect().height() * self.title_a.scale() - 12)
         self.legend.setScale(max(0.3, min(1.0, room_x / max(legend.width(), 1.0),
                                           room_y / max(legend.height(), 1.0))))
 
