@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import time_label
-from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget
+from gpuviz.core.plots import Dots, Legend, Segment, curve, pen, plot_widget
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
 
 LINES = (("standard_time", "memory", "standard attention"),
@@ -39,15 +39,14 @@ class HeadRooflineView(FigureView):
         item = self.plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
         item.setXRange(math.log10(ROOFLINE_N_MIN), math.log10(ROOFLINE_N_MAX), padding=0.02)
-        item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{10 * theme.current().font_scale:.0f}pt",
-                       brush=pg.mkBrush(theme.color("panel", 200)))
+        legend = Legend(item, anchor=(0, 0), size=10)
         # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
         # and a Qt line for the marker: none of them runs Python when the view changes.
         self.curves = {}
         for key, role, label in LINES:
             width = 3.0 if key != "compute_time" else 2.5
-            self.curves[key] = curve(item, pen(role, width), name=label)
+            self.curves[key] = curve(item, pen(role, width))
+            legend.add_line(label, pen(role, width))
         self.dots = Dots(item, len(LINES), 11, [theme.color(role) for _, role, _ in LINES],
                          outline=pg.mkPen(theme.color("text"), width=1))
         self.marker = Segment(pen("neutral", 1.5, Qt.DashLine))

@@ -11,7 +11,7 @@ from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item, untouched
 from gpuviz.core.text import TEXT_MARGIN
 
 MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay readable
@@ -135,7 +135,7 @@ class OnlineSoftmaxView(FigureView):
         for i in range(n):
             role = ("highlight" if block_of[i] == k - 1 else
                     "compute" if block_of[i] < k - 1 else "neutral")
-            fills.append(theme.color(role, 150 if role != "neutral" else 70))
+            fills.append(untouched() if role == "neutral" else theme.color(role))
         rects = [(i, 0, 0.92, 1) for i in range(n)] + [(i, 1 + ROW_GAP, 0.92, 1)
                                                       for i in range(n)]
         texts = [_number(x) for x in t.scores] + [_number(v) for v in t.values]
@@ -162,8 +162,7 @@ class OnlineSoftmaxView(FigureView):
         if shown is not self._cells_shown:
             self._cells_shown.set_cells(np.empty((0, 4)), [])
             self._cells_shown = shown
-        shown.set_cells(np.array(rects, dtype=float), fills, outlines, texts,
-                        text_color=theme.color("text"))
+        shown.set_cells(np.array(rects, dtype=float), fills, outlines, texts)
         self.score_label.setPos(-0.2, 0.5)
         self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
         self.state_label.setText(_state_text(k, t.blocks))
@@ -192,7 +191,7 @@ class OnlineSoftmaxView(FigureView):
                       + ("  (the max rose)" if rose else "  (max unchanged)"))
         else:
             factor = "dashed: the bars before this block" if k else "press Next block"
-        self.factor_text.setText(factor, theme.color("highlight" if rose else "text"))
+        self.factor_text.setText(factor, theme.text_color("highlight" if rose else "text"))
 
         self._message(s, k)
 

@@ -64,15 +64,14 @@ class SplitKVView(FigureView):
         if key != self._cells_key:  # the SM grid changes only with the number of units
             self._cells_key = key
             top = int(per_sm.max()) if per_sm.size else 0
-            idle, full, short = (theme.color("idle", 170), theme.color("memory"),
+            idle, full, short = (theme.color("idle"), theme.color("memory"),
                                  theme.color("memory_light"))
             counts = per_sm.tolist()
             fills = [idle if n == 0 else full if n == top else short for n in counts]
             # Thousands in short: four digits are wider than a cell in the projector theme.
             texts = [("" if not n else str(n) if n < 1000 else f"{n / 1000:.0f}k")
                      for n in counts]
-            self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts,
-                               text_color=theme.color("background"))
+            self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts)
         if columns != self._columns:
             self._columns = columns
             rows = math.ceil(sms / columns)

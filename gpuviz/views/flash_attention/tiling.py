@@ -6,18 +6,11 @@ import numpy as np
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.core.plots import CellGrid, Legend, diagram_widget, opaque_blend, text_item, untouched
 from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
 
 GAP = 0.08
-PAST_ALPHA = 70
 STRIP = 1.4  # distance of the Q, K/V and O strips from the matrix, in tiles
-
-
-def _swatch(role: str, text: str, alpha: int = 255) -> str:
-    c = theme.color(role)
-    return (f"<span style='color:rgba({c.red()},{c.green()},{c.blue()},{alpha});"
-            f" font-size:large'>■</span>&nbsp;{text}")
 
 
 class FlashTilingView(FigureView):
@@ -34,10 +27,10 @@ class FlashTilingView(FigureView):
         self.status = text_item("", anchor=(0, 0), size=10)
         for item in (self.q_label, self.k_label, self.o_label, self.status):
             self.box.addItem(item)
+        # The key in the corner left of the K/V strip and above the Q strip.
+        self.legend = Legend(self.box, anchor=(0, 0), size=9)
+        self._legend_for: tuple | None = None
         self.add_plot(canvas)
-        # The legend under the diagram uses coloured swatches: rich text, set only when
-        # the mode or the mask changes (MessageLabel is plain text by default).
-        self.message.set_rich(True)
         self._geometry: tuple[int, ...] = ()
         self._rects = np.zeros((0, 4))
         self._order = np.zeros((0, 0), dtype=int)
@@ -88,17 +81,18 @@ class FlashTilingView(FigureView):
         masked = (cols > rows) if self.model.causal else np.zeros(rows.size, dtype=bool)
 
         none = None
-        faint = theme.color("neutral", 45)
+        faint = untouched()
         grid: list = [faint] * (tiles * tiles)
-        q = [theme.color("neutral", 90)] * tiles
-        k = [theme.color("neutral", 90)] * tiles
+        q = [_strip()] * tiles
+        k = [_strip()] * tiles
         o: list = [faint] * tiles
+        hatch = [False] * (tiles * tiles)
         cursor_role = "highlight"
         cursor = np.zeros(4)
         if flash:
             past = (order >= 0) & (order < cur)
             for index in np.flatnonzero(past):
-                grid[index] = theme.color("compute", PAST_ALPHA)
+                grid[index] = theme.color("compute_light")
             for index in np.flatnonzero(order < 0):
                 grid[index] = none
             if done:
@@ -118,8 +112,8 @@ class FlashTilingView(FigureView):
             o_rows = int(np.count_nonzero(sch.phase[:done] == PHASE_O))
             for index in np.flatnonzero(s_done):
                 in_p = rows[index] < p_rows
-                alpha = 110 if masked[index] else 255
-                grid[index] = theme.color("memory_light" if in_p else "memory", alpha)
+                grid[index] = theme.color("memory_light" if in_p else "memory")
+                hatch[index] = bool(masked[index])  # masked, stored anyway: waste
             for r in range(o_rows):
                 o[r] = theme.color("memory")
             if phase == PHASE_S:
@@ -135,7 +129,8 @@ class FlashTilingView(FigureView):
         outlines = [None] * (len(fills) - 1) + [theme.color(cursor_role) if done else None]
         rects = self._rects.copy()
         rects[-1] = cursor
-        self.cells.set_cells(rects, fills, outlines, outline_width=2.5)
+        self.cells.set_cells(rects, fills, outlines, outline_width=2.5,
+                             hatch=hatch + [False] * (len(fills) - len(hatch)))
 
         self.status.setText(self._status(s, phase, ci, cj))
         self._legend(flash)
@@ -153,18 +148,32 @@ class FlashTilingView(FigureView):
         return f"Pass 3: row block {ci} of P read with V, O written"
 
     def _legend(self, flash: bool) -> None:
+        key = (flash, self.model.causal)
+        if key == self._legend_for:
+            return
+        self._legend_for = key
+        legend = self.legend
+        legend.clear()
         if flash:
-            items = [_swatch("onchip", "Q block on chip"),
-                     _swatch("highlight", "K/V block streaming"),
-                     _swatch("compute", "score tile, on chip only"),
-                     _swatch("compute", "computed earlier, discarded", PAST_ALPHA),
-                     _swatch("memory", "O written to HBM")]
+            legend.add_box("Q block on chip", theme.color("onchip"))
+            legend.add_box("K/V block streaming", theme.color("highlight"))
+            legend.add_box("score tile, on chip only", theme.color("compute"))
+            legend.add_box("computed earlier, discarded", theme.color("compute_light"))
+            legend.add_box("O written to HBM", theme.color("memory"))
+            legend.add_box("not computed yet", untouched())
             if self.model.causal:
-                items.append("blank: skipped above the diagonal")
+                legend.add_box("skipped above the diagonal", theme.color("background"),
+                               outline=theme.color("grid"))
         else:
-            items = [_swatch("memory", "S written to HBM"),
-                     _swatch("memory_light", "P written to HBM"),
-                     _swatch("highlight", "current tile or row")]
+            legend.add_box("S written to HBM", theme.color("memory"))
+            legend.add_box("P written to HBM", theme.color("memory_light"))
             if self.model.causal:
-                items.append("pale: masked, but stored anyway")
-        self.message.show_message("<br>".join(items))
+                legend.add_box("masked, but stored anyway", theme.color("memory"), hatch=True)
+            legend.add_box("not written yet", untouched())
+            legend.add_box("current tile or row", theme.color("background"),
+                           outline=theme.color("highlight"))
+
+
+def _strip() -> object:
+    """Q, K/V and O blocks waiting in HBM: a grey a step stronger than untouched tiles."""
+    return opaque_blend("neutral", 110)

@@ -169,7 +169,7 @@ class MatmulBatchView(FigureView):
         rows = []
         for r in (*out.table, out.row):
             current = r is out.row
-            color = theme.color("highlight" if current else "text")
+            color = theme.text_color("highlight" if current else "text")
             values = [f"{r.batch:,}" + (" now" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
                       f"{r.intensity:,.1f}", time_text(r.time.time),

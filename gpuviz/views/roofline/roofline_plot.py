@@ -113,8 +113,9 @@ class RooflineView(FigureView):
 
         self._brushes = {True: pg.mkBrush(theme.color("compute")),
                          False: pg.mkBrush(theme.color("memory"))}
-        self._pens = {selected: pg.mkPen(theme.color("highlight" if selected else "text"),
-                                         width=theme.line_width(2.0 if selected else 1.0))
+        # The selected operation is ringed in the text colour (magenta means a limit).
+        self._pens = {selected: pg.mkPen(theme.color("text"),
+                                         width=theme.line_width(2.5 if selected else 1.0))
                       for selected in (True, False)}
         self.points = DraggablePoints()
         self.points.setZValue(10)
@@ -202,4 +203,4 @@ class RooflineView(FigureView):
             label.setPos(float(log_x[i]), float(log_y[i]))  # flipped near an edge by the layer
             moved = self.model.scale_of(op.key) != 1.0
             label.setAnchor(MOVED_ANCHOR if moved else LABEL_ANCHORS.get(op.key, (0, 0)))
-            label.setColor(theme.color("highlight" if i == out.selected else "text"))
+            label.setColor(theme.color("text" if i == out.selected else "muted"))
