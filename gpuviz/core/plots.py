@@ -625,9 +625,11 @@ class Legend(pg.GraphicsObject):
             box.sigTransformChanged.connect(self._place)
 
     def add_box(self, label: str, fill: QColor, hatch: bool | None = None,
-                outline: QColor | None = None) -> Legend:
+                outline: QColor | None = None, height: float = 1.0) -> Legend:
+        """height: the swatch's share of a full one, for bars drawn thinner."""
         hatch = hatched_by_default(fill) if hatch is None else hatch
-        return self._add(label, "box", fill, {"hatch": hatch, "outline": outline})
+        return self._add(label, "box", fill, {"hatch": hatch, "outline": outline,
+                                              "height": height})
 
     def add_line(self, label: str, qpen: QPen) -> Legend:
         return self._add(label, "line", QPen(qpen), {})
@@ -723,6 +725,8 @@ class Legend(pg.GraphicsObject):
             sample = QRectF(cell.left(), cell.top() + swatch * 0.1, swatch * 1.6,
                             swatch * 0.8)
             if kind == "box":
+                shrink = sample.height() * (1 - opts["height"]) / 2
+                sample = sample.adjusted(0, shrink, 0, -shrink)
                 painter.setPen(Qt.NoPen)
                 painter.setBrush(style)
                 painter.drawRect(sample)

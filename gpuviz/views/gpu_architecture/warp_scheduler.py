@@ -11,6 +11,7 @@ from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.widgets import TextPanel
 
 ROW_HEIGHT = 0.7
+READY_SHARE = 0.45  # of a row's height: "ready" bars are thinner than the others
 
 
 class WarpSchedulerView(FigureView):
@@ -38,7 +39,9 @@ class WarpSchedulerView(FigureView):
         self.legend = Legend(item, anchor=(1, 1), columns=2)
         self.legend.add_box("issuing", theme.color("compute"))
         self.legend.add_box("waiting for memory", theme.color("memory"))
-        self.legend.add_box("ready, waiting to issue", theme.color("neutral"))
+        # Thinner bars, not only grey: their grey is as light as another role's.
+        self.legend.add_box("ready, waiting to issue", theme.color("neutral"),
+                            height=READY_SHARE)
         self.legend.add_box("scheduler idle", theme.color("idle"))
         item.getViewBox().sigResized.connect(self._fit_rows)
         self._axes_key: tuple | None = None
@@ -84,7 +87,7 @@ class WarpSchedulerView(FigureView):
         x0, x1 = np.concatenate(x0), np.minimum(np.concatenate(x1), out.horizon)
         kinds = np.concatenate(kinds)
         keep = x1 > x0
-        heights = np.where(kinds[keep] == 2, ROW_HEIGHT * 0.45, ROW_HEIGHT)
+        heights = np.where(kinds[keep] == 2, ROW_HEIGHT * READY_SHARE, ROW_HEIGHT)
         geometry = np.column_stack([x0[keep], x1[keep], np.concatenate(rows)[keep], heights])
         self._segments_for, self._cached = out, (geometry, kinds[keep], None)
         return self._cached
