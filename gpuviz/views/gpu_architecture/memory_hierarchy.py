@@ -55,7 +55,7 @@ class MemoryHierarchyView(FigureView):
         # The value labels: one item painted in one call; one that would still run past
         # the right edge (a narrow window) is drawn over its bar instead.
         self.label_layer = TextLayer(QRectF(-1, -1, 20, MAX_ROWS + 2), keep_inside=True)
-        self.labels = [self.label_layer.add(anchor=(0, 0.5), bold=True)
+        self.labels = [self.label_layer.add(anchor=(0, 0.5), size=11, bold=True)
                        for _ in range(MAX_ROWS)]
         item.addItem(self.label_layer)
         self.legend = Legend(item, anchor=(1, 1), columns=2)

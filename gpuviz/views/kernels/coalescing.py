@@ -98,7 +98,7 @@ class CoalescingView(FigureView):
         self.current.setBrush(brush("memory"))
         self.current.setPen(pen("text", 2))
         item.addItem(self.current)
-        self.current_label = text_item(anchor=(0.5, 1), bold=True)
+        self.current_label = text_item(anchor=(0.5, 1), size=13, bold=True)
         item.addItem(self.current_label)
         self.add_plot(canvas, 3)
         self.add_plot(self.sweep_plot, 2)
