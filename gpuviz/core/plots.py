@@ -297,7 +297,8 @@ class CellGrid(pg.GraphicsObject):
                 self._bounds = QRectF()
         self._fill_groups = _group(self._rects, fills)
         if hatch is None:
-            hatch = [hatched_by_default(fill) for fill in fills]
+            idle = theme.color("idle").rgb()
+            hatch = [fill is not None and fill.rgb() == idle for fill in fills]
         hatched: dict[int, tuple[QColor, list[int]]] = {}
         for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
             if on and fill is not None:
@@ -320,9 +321,16 @@ class CellGrid(pg.GraphicsObject):
                             if "\n" in text] if multiline else [])
         self._outline_width = theme.line_width(outline_width)
         self._text_color = text_color
-        background = theme.color("background")
-        self._text_inks = [text_color if text_color is not None else theme.readable_on(
-            composite(fills[i], background)) for i in rows]
+        if text_color is not None:
+            self._text_inks = [text_color] * len(rows)
+        else:  # one ink per distinct fill
+            background, inks = theme.color("background"), {}
+            for i in rows:
+                key = fills[i].rgba() if fills[i] is not None else None
+                if key not in inks:
+                    inks[key] = theme.readable_on(composite(fills[i], background))
+            self._text_inks = [inks[fills[i].rgba() if fills[i] is not None else None]
+                               for i in rows]
         self.update()
 
     def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
