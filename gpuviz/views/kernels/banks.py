@@ -62,7 +62,8 @@ class BankConflictView(FigureView):
             self.box.addItem(item)
         self.key = Legend(self.box, anchor=(0, 0), columns=2, size=9,
                           at=(-LABEL_WIDTH, BAR_BASE + 0.2))
-        self.key.add_box("word read (thread number)", theme.color("onchip"))
+        self.key.add_box("word read (thread number)", theme.color("onchip"),
+                         outline=theme.color("text"))
         self.key.add_box("padding word, never read", theme.color("neutral"), hatch=True)
         self.key.add_box(f"distinct words per bank (0 to {BAR_SCALE})", theme.color("compute"))
         self.key.add_box("the conflicting bank", theme.color("highlight"))
@@ -84,7 +85,10 @@ class BankConflictView(FigureView):
                                       np.full(words.size, CELL), np.full(words.size, CELL)])
         # A word several threads share is sent once to all of them (broadcast).
         texts = [str(t[0]) if len(t) == 1 else "all" for t in readers.values()]
-        self.read.set_cells(read_rects, [theme.color("onchip")] * words.size, texts=texts)
+        # Framed as well as yellow: the tile's greys are about as light as the yellow.
+        self.read.set_cells(read_rects, [theme.color("onchip")] * words.size,
+                            outlines=[theme.color("text")] * words.size, texts=texts,
+                            outline_width=1.0)
 
         heights = BAR_HEIGHT * out.distinct_per_bank / BAR_SCALE
         bar_rects = np.column_stack([np.arange(BANKS) + 0.1, BAR_BASE - heights,
