@@ -701,7 +701,7 @@ class Legend(pg.GraphicsObject):
                                       height))
         rows = -(-len(self._rows) // columns)
         self._size = (sum(col_widths) + 2 * pad * columns,
-                      2 * pad + max(0, rows * height * 1.25 - height * 0.25))
+                      2 * pad + rows * height * 1.25 - height * 0.25) if rows else (0.0, 0.0)
         self._place()
         self.update()
 
