@@ -232,7 +232,7 @@ class NumberEntry(BoundControl):
         self.edit.setToolTip(self.toolTip())
         self.error = QLabel()
         self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: {theme.color('highlight').name()}")
+        self.error.setStyleSheet(f"color: {theme.text_color('highlight').name()}")
         self.error.hide()
         label = QLabel(f"{self.param.label} ({self.param.unit})" if self.param.unit
                        else self.param.label)
