@@ -11,7 +11,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges
-from gpuviz.core.plots import curve, pen, plot_widget
+from gpuviz.core.plots import Legend, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.data.hardware import load_gpus
 from gpuviz.models.roofline import (
@@ -108,7 +108,9 @@ class RooflineView(FigureView):
         self.compute_label = self.roof_labels.add(role="compute", size=10, bold=True,
                                                   anchor=(1.0, 1.0))
         self.ridge_label = self.roof_labels.add(role="text", size=9, anchor=(-0.05, 0.0))
-        self.other_label = self.roof_labels.add(role="neutral", size=8, anchor=(1.0, -0.1))
+        # The dashed roofs get a legend row, in the shared legend style.
+        self.legend = Legend(item, anchor=(1, 0), size=9)
+        self.legend.add_line("the other GPUs' roofs", pen("neutral", 1.0, Qt.DashLine))
         item.addItem(self.roof_labels)
 
         self._brushes = {True: pg.mkBrush(theme.color("compute")),
@@ -171,8 +173,6 @@ class RooflineView(FigureView):
             xs += [X_RANGE[0], o_peak - o_bw, X_RANGE[1], np.nan]
             ys += [o_bw + X_RANGE[0], o_peak, o_peak, np.nan]
         self.other_roofs.set_data(xs, ys)  # NaN between the roofs: separate lines
-        self.other_label.setText("dashed: the other GPUs")
-        self.other_label.setPos(X_RANGE[1] - 0.05, Y_RANGE[1] - 0.05)
 
         precision = roof.precision.upper()
         self.compute_label.setText(f"{precision} peak {roof.peak / 1e12:,.0f} TFLOP/s")
