@@ -91,7 +91,7 @@ class HierarchyView(FigureView):
                      self.titles):
             self.box.addItem(item)
         self.box.setRange(xRange=(0, WIDTH), yRange=(-2.0, HEIGHT), padding=0.02)
-        legend = Legend(self.box, anchor=(0, 1), columns=3)
+        legend = Legend(self.box, anchor=(1, 1), columns=3)  # under the waves
         legend.add_box("busy", theme.color("compute"))
         legend.add_box("idle", idle)
         legend.add_line("selected level", _selection_pen())
