@@ -254,8 +254,11 @@ class CellGrid(pg.GraphicsObject):
 
     clicked = Signal(int)
 
-    def __init__(self, font_size: float = 8.0) -> None:
+    def __init__(self, font_size: float = 8.0, fit_texts: bool = True) -> None:
+        """fit_texts=False: draw every text even where it overflows its cell (labels
+        with no fill beside a grid, whose cells only place them)."""
         super().__init__()
+        self._fit_texts = fit_texts
         self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
@@ -375,8 +378,11 @@ class CellGrid(pg.GraphicsObject):
         x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
         y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
         # A text that does not fit its cell (in pixels, now) is left out, not clipped.
-        fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) + 1)
-                & (self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2)).tolist()
+        if self._fit_texts:
+            fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) + 1)
+                    & (self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2)).tolist()
+        else:
+            fits = [True] * len(self._text_list)
         painter.save()
         painter.resetTransform()
         painter.setFont(self._font)

@@ -32,7 +32,7 @@ class BankConflictView(FigureView):
         # only picks which one shows.
         self.words = {width: CellGrid() for width in (BANKS, BANKS + 1)}
         self.read = CellGrid(font_size=7)
-        self.labels = CellGrid(font_size=7)
+        self.labels = CellGrid(font_size=7, fit_texts=False)  # addresses, no fill
         self.bars = CellGrid()
         # The tile and the bank numbers change at most with the padding: keep them as
         # pixmaps, so a new access pattern repaints only the words read and the bars.
@@ -57,7 +57,7 @@ class BankConflictView(FigureView):
         self.bank_title = text_item("bank →", role="muted", size=8, anchor=(1, 0.5))
         self.bank_title.setPos(-0.1, -0.6)
         # The conflict's degree over the busiest bank's bar: the number the figure is about.
-        self.degree = text_item("", size=13, bold=True, anchor=(0.5, 1))
+        self.degree = text_item("", size=13, bold=True, anchor=(0, 0))
         for item in (self.bank_title, self.degree):
             self.box.addItem(item)
         self.key = Legend(self.box, anchor=(0, 0), columns=2, size=9,
@@ -67,9 +67,15 @@ class BankConflictView(FigureView):
         self.key.add_box("padding word, never read", theme.color("neutral"), hatch=True)
         self.key.add_box(f"distinct words per bank (0 to {BAR_SCALE})", theme.color("compute"))
         self.key.add_box("the conflicting bank", theme.color("highlight"))
-        self.box.setRange(xRange=(-LABEL_WIDTH, BANKS + 0.2), yRange=(-1.6, BAR_BASE + 3.4),
-                          padding=0.01)
+        self.box.sigResized.connect(self._fit_rows)
+        self._fit_rows()
         self.add_plot(canvas)
+
+    def _fit_rows(self) -> None:
+        """Room under the bars for the key, whatever the canvas's height (on a resize)."""
+        bottom = self.key.end_with_room(-1.6, BAR_BASE + 0.2)
+        self.box.setRange(xRange=(-LABEL_WIDTH, BANKS + 0.2), yRange=(-1.6, bottom),
+                          padding=0.01)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -100,9 +106,11 @@ class BankConflictView(FigureView):
         base_rect = [[0, BAR_BASE, BANKS - 0.1, 0.05]]
         self.bars.set_cells(np.concatenate([bar_rects, base_rect]),
                             bar_fills + [theme.color("muted")])
+        # Beside the busiest bank's bar, at the top of the bars' band: clear of the grid.
         self.degree.setText(f"{out.degree}-way" if hot else str(out.degree))
-        self.degree.setPos(min(max(busiest + CELL / 2, 1.5), BANKS - 1.5),
-                           BAR_BASE - heights[busiest] - 0.1)
+        right = busiest < BANKS - 6
+        self.degree.setAnchor((0, 0) if right else (1, 0))
+        self.degree.setPos(busiest + CELL if right else busiest, BAR_TOP)
 
         self._say(out, busiest)
 

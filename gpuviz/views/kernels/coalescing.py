@@ -68,7 +68,7 @@ class CoalescingView(FigureView):
         self.box.addItem(self.content)
         self.elements = CellGrid(font_size=7)
         self.sectors = CellGrid()
-        self.labels = CellGrid(font_size=7)
+        self.labels = CellGrid(font_size=7, fit_texts=False)  # addresses, no fill
         self.title = text_item(anchor=(0, 1), bold=True)
         self.title.setPos(0, -0.15)
         self.more = text_item(role="muted", size=9, anchor=(0, 0))
