@@ -27,8 +27,10 @@ class FlashTilingView(FigureView):
         self.status = text_item("", anchor=(0, 0), size=10)
         for item in (self.q_label, self.k_label, self.o_label, self.status):
             self.box.addItem(item)
-        # The key in the corner left of the K/V strip and above the Q strip.
+        # The key in room of its own in the top left corner (see _fit_range).
         self.legend = Legend(self.box, anchor=(0, 0), size=9)
+        self._ranges = ((0.0, 1.0), (0.0, 1.0))
+        self.box.sigResized.connect(self._fit_range)
         self._legend_for: tuple | None = None
         self.add_plot(canvas)
         self._geometry: tuple[int, ...] = ()
@@ -58,12 +60,29 @@ class FlashTilingView(FigureView):
         self._order = order
         # Room for the labels, whose size is in pixels while a tile shrinks as T grows.
         margin = 0.4 + 0.07 * tiles
-        self.box.setRange(xRange=(-STRIP - margin, tiles + STRIP + margin),
-                          yRange=(-STRIP - margin, tiles + 0.9 + 0.12 * tiles), padding=0.02)
+        self._ranges = ((-STRIP - margin, tiles + STRIP + margin),
+                        (-STRIP - margin, tiles + 0.9 + 0.12 * tiles))
+        self._fit_range()
         self.q_label.setPos(-STRIP - 0.1, tiles / 2)
         self.k_label.setPos(tiles / 2, -STRIP - 0.1)
         self.o_label.setPos(tiles + STRIP + GAP + 0.1, tiles / 2)
         self.status.setPos(-STRIP, tiles + 0.3)
+
+    def _fit_range(self) -> None:
+        """The diagram's range with room for the key in its top left corner (on a resize
+        too): a column left of the Q strip or a band above the K/V strip, whichever leaves
+        the tiles larger. The key's size is in pixels, the room in data units."""
+        (x0, x1), (y0, y1) = self._ranges
+        width, height = max(self.box.width(), 1.0), max(self.box.height(), 1.0)
+        key = self.legend.boundingRect()
+        key_w, key_h = key.width() + 8, key.height() + 8
+        beside = min((width - key_w) / (x1 - x0), height / (y1 - y0))
+        above = min(width / (x1 - x0), (height - key_h) / (y1 - y0))
+        if beside >= above:
+            x0 -= key_w / max(beside, 1e-6)
+        else:
+            y0 -= key_h / max(above, 1e-6)
+        self.box.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0.02)
 
     def refresh(self) -> None:
         s = self.model.out
@@ -172,6 +191,7 @@ class FlashTilingView(FigureView):
             legend.add_box("not written yet", untouched())
             legend.add_box("current tile or row", theme.color("background"),
                            outline=theme.color("highlight"))
+        self._fit_range()  # the key's width changed
 
 
 def _strip() -> object:
