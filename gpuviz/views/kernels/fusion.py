@@ -45,6 +45,7 @@ class FusionView(FigureView):
         decades = range(math.ceil(x_lo), math.floor(x_hi) + 1)
         item.getAxis("bottom").setTicks([[(d, _power_of_ten(d)) for d in decades], []])
         self._y_range: tuple[int, int] | None = None  # whole decades around the curves
+        item.getViewBox().sigResized.connect(self._on_resize)
 
         # Every item takes log10 positions and is painted by Qt alone (pyqtgraph's log-mode
         # curves, scatter dots, InfiniteLine and TextItem run Python on every repaint).
@@ -80,6 +81,43 @@ class FusionView(FigureView):
         self.add_plot(self.plot)
         self._region_right: float | None = None
 
+    def _refresh_region(self) -> None:
+        """The launch-bound band, from the left edge to where launches stop dominating."""
+        out = self.model.out
+        x_lo = math.log10(FUSION_N_MIN) - X_MARGIN
+        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
+        right = min(max(math.log10(out.boundary_n), x_lo), x_hi)
+        if right == self._region_right or self._y_range is None:
+            return
+        self._region_right = right
+        self.region.set_cells(
+            np.array([[x_lo, self._y_bottom, right - x_lo, self._y_top - self._y_bottom]]),
+            [opaque_blend("idle", 60)], hatch=[True], hatch_ink=theme.color("idle"))
+        self.region_label.setPos(x_lo + 0.05,
+                                 self._y_top - 0.05 * (self._y_top - self._y_bottom))
+        self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
+
+    def _on_resize(self) -> None:
+        self._set_time_axis()
+        self._refresh_region()
+
+    def _set_time_axis(self) -> None:
+        """The decades of the curves, with room under them for the legend (again on a
+        resize: the room is the legend's height in pixels)."""
+        if self._y_range is None:
+            return
+        low, high = self._y_range
+        item = self.plot.getPlotItem()
+        bottom = self.legend.end_with_room(high, low)  # past `low`, downwards
+        item.setYRange(bottom, high, padding=0)
+        decades = range(low, high + 1)
+        item.getAxis("left").setTicks([[(d, _power_of_ten(d)) for d in decades], []])
+        self._y_top, self._y_bottom = high, bottom
+        self.n_line.setLine(0, bottom, 0, high)
+        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
+        self.memory_label.setPos(x_hi - 0.05, high - 0.05 * (high - bottom))
+        self._region_right = None
+
     def refresh(self) -> None:
         out = self.model.out
         n = self.model.elements
@@ -93,34 +131,17 @@ class FusionView(FigureView):
         log_fused = math.log10(out.fused_s / US)
         self.dots.set_points([log_n, log_n], [log_unfused, log_fused])
 
-        x_lo = math.log10(FUSION_N_MIN) - X_MARGIN
-        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
-        # The time axis: whole decades around both curves (rising with N, they leave the
-        # bottom right corner to the legend); it moves only when a curve crosses a decade.
+        # The time axis: whole decades around both curves; it moves only when a curve
+        # crosses a decade.
         times = np.log10(np.concatenate([out.unfused_curve_s, out.fused_curve_s]) / US)
         y_range = (math.floor(float(times.min())), math.ceil(float(times.max())))
         resized = self._y_range is None
         if y_range != self._y_range:
             self._y_range = y_range
-            item = self.plot.getPlotItem()
-            y_lo = y_range[0]
-            item.setYRange(y_lo, y_range[1], padding=0)
-            decades = range(y_range[0], y_range[1] + 1)
-            item.getAxis("left").setTicks([[(d, _power_of_ten(d)) for d in decades], []])
-            self._y_top, self._y_bottom = y_range[1], y_lo
-            self.n_line.setLine(0, y_lo, 0, y_range[1])
-            self.memory_label.setPos(x_hi - 0.05, y_range[1] - 0.05 * (y_range[1] - y_lo))
+            self._set_time_axis()
+        if resized:
             self._region_right = None
-        right = min(max(math.log10(out.boundary_n), x_lo), x_hi)
-        if right != self._region_right or resized:
-            self._region_right = right
-            idle = theme.color("idle")
-            self.region.set_cells(
-                np.array([[x_lo, self._y_bottom, right - x_lo, self._y_top - self._y_bottom]]),
-                [opaque_blend("idle", 60)], hatch=[True], hatch_ink=idle)
-            self.region_label.setPos(x_lo + 0.05,
-                                     self._y_top - 0.05 * (self._y_top - self._y_bottom))
-            self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
+        self._refresh_region()
         self.n_line.setPos(log_n, 0)
         # The speed-up sits between the two dots, beside the N line.
         middle = 0.5 * (log_unfused + log_fused)
