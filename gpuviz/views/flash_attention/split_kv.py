@@ -12,6 +12,7 @@ from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
+    Legend,
     curve,
     diagram_widget,
     grid_rects,
@@ -34,6 +35,12 @@ class SplitKVView(FigureView):
         self.title = text_item(anchor=(0, 1))
         self.box.addItem(self.title)
         self.title.setPos(0, -0.15)
+        # The key under the grid, in room kept for it (see _fit_grid).
+        self.legend = Legend(self.box, anchor=(0, 0), columns=3, size=9, at=(0.0, 0.0))
+        self.legend.add_box("most work units", theme.color("memory"))
+        self.legend.add_box("fewer units", theme.color("memory_light"))
+        self.legend.add_box("no work: idle", theme.color("idle"))
+        self.box.sigResized.connect(self._fit_grid)
         self.add_plot(canvas, 1)
 
         # Plain Qt items and PlotCurveItems: no Python runs for them on a range change.
@@ -55,6 +62,16 @@ class SplitKVView(FigureView):
         self._cells_key: tuple = ()
         self.add_plot(self.plot, 1)
 
+    def _fit_grid(self) -> None:
+        """The SM grid with its title above and its key below (again on a resize)."""
+        if not self._columns:
+            return
+        rows = math.ceil(self.model.out.sms / self._columns)
+        self.legend.set_at((0.0, rows + 0.1))
+        self.box.setRange(xRange=(0, self._columns),
+                          yRange=(-1.0, self.legend.end_with_room(-1.0, rows + 0.1)),
+                          padding=0.03)
+
     def refresh(self) -> None:
         s = self.model.out
         sms = s.sms
@@ -74,8 +91,7 @@ class SplitKVView(FigureView):
             self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts)
         if columns != self._columns:
             self._columns = columns
-            rows = math.ceil(sms / columns)
-            self.box.setRange(xRange=(0, columns), yRange=(-1.0, rows), padding=0.03)
+            self._fit_grid()
         sp = s.split
         self.title.setText(
                  f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "
