@@ -155,7 +155,7 @@ class OnlineSoftmaxView(FigureView):
         for j, text in enumerate((f"m = {m_text}", f"l = {t.l[k]:.5g}",
                                   f"o = {t.o[k]:.5g}")):
             rects.append((j * box_w, state_y, box_w - 0.3, STATE_HEIGHT))
-            fills.append(theme.color("onchip", 80))
+            fills.append(None)  # hollow, framed in yellow: on-chip storage, as in 3.2
             outlines.append(theme.color("onchip"))
             texts.append(text)
         shown = self.small_cells if width >= SMALL_FONT_FROM_WIDTH else self.cells
