@@ -79,7 +79,7 @@ LESSONS: tuple[Lesson, ...] = (
             "1.4", "memory_hierarchy", "The memory hierarchy on a log scale",
             "Registers, shared memory/L1, L2 and HBM (yellow on chip, orange off chip), "
             "and, if you add them, the aqua links to other GPUs. Each grid line is ten "
-            "times the previous one. Paler bars are computed or estimated; a level "
+            "times the previous one. Hollow bars are computed or estimated; a level "
             "without a sourced number has no bar. <i>Try this:</i> compare the sizes of "
             "L2 and HBM, then switch to bandwidth: the big memory is the slower one. "
             "Click a bar to read its numbers and where they come from.",
@@ -140,7 +140,7 @@ LESSONS: tuple[Lesson, ...] = (
             "kernels:FusionModel", "kernels.fusion:FusionView", "fusion"),
         FigureSpec(
             "3.2", "tiling", "Tiled matmul: how often each element leaves HBM",
-            "Each step copies one tile of A and one of B (magenta outlines) from HBM to "
+            "Each step copies one tile of A and one of B (yellow outlines) from HBM to "
             "shared memory, multiplies them and accumulates the result in the C tile that "
             "stays on chip (yellow). The numbers count "
             "HBM reads of every element over the whole kernel. <i>Try this:</i> press Next "
@@ -153,18 +153,18 @@ LESSONS: tuple[Lesson, ...] = (
             "3.3", "coalescing", "Coalescing: the sectors one warp fetches",
             "Memory as rows of 4-byte elements grouped into 32-byte sectors. The solid "
             "boxes are what the 32 threads of a warp asked for (numbered by thread); a "
-            "magenta outline is a sector the hardware had to fetch, pale boxes are bytes "
-            "fetched for nothing. <i>Try this:</i> raise the stride from 1 to 8 and watch "
+            "framed group is a sector the hardware had to fetch, pale hatched boxes are "
+            "bytes fetched for nothing. <i>Try this:</i> raise the stride from 1 to 8 and watch "
             "the efficiency fall. Then compare the contiguous row with the one that starts "
             "4 bytes late.",
             "kernels:CoalescingModel", "kernels.coalescing:CoalescingView", "coalescing"),
         FigureSpec(
             "3.4", "banks", "Shared-memory banks and padding",
-            "Shared memory as 32 banks (columns), one 4-byte word per bank per row. Magenta "
+            "Shared memory as 32 banks (columns), one 4-byte word per bank per row. Yellow "
             "words are those a warp reads at once; the bars count the different words each "
-            "bank has to deliver, one per cycle. <i>Try this:</i> read a column of a "
-            "32 × 32 tile, then of the same tile padded to 33 words per row. Then try the "
-            "two diagonals.",
+            "bank has to deliver, one per cycle, magenta where they conflict. "
+            "<i>Try this:</i> read a column of a 32 × 32 tile, then of the same tile "
+            "padded to 33 words per row. Then try the two diagonals.",
             "kernels:BankConflictModel", "kernels.banks:BankConflictView", "banks"),
     )),
     Lesson(4, "flash_attention", "FlashAttention and online softmax",

@@ -137,19 +137,21 @@ def test_tiling_counters_match_a_replay_and_end_at_n_over_t(n, t):
 
 
 def test_tiling_stepper_steps_plays_and_rewinds():
-    model = TiledMatmulModel()
-    model.step()
+    model = TiledMatmulModel()  # opens on step 1: the first pair of tiles loaded
     out = model.out
+    assert out.steps == 1
     assert out.current_c == (0, 0) and out.current_k == 0
     assert out.reads_a[:2, :2].tolist() == [[1, 1], [1, 1]] and out.reads_a.sum() == 4
+    model.step()
+    assert model.out.steps == 2 and model.out.reads_a.sum() == 8
     model.set_playing(True)
     model.advance(1e9)  # a huge step jumps to the end
     assert model.finished and not model.playing
     model.rewind()
-    assert model.out.steps == 0 and model.out.reads_so_far == 0
+    assert model.out.steps == 1 and model.out.reads_so_far == 8
     model.step()
     model.set("tile_size", "4")  # new tiling starts again
-    assert model.out.steps == 0 and model.total_steps == 8
+    assert model.out.steps == 1 and model.total_steps == 8
 
 
 def test_tiling_shared_memory_4t2_and_limits_on_h100():
@@ -180,11 +182,12 @@ def test_tiling_sweep_counts_are_monotone_and_bounded(n, t, fraction, full, key)
     model.set("tile_size", str(t))
     model.set("full_tile", full)
     model.set("gpu", key)
-    steps = round(fraction * model.total_steps)
-    for _ in range(steps):
+    steps = max(1, round(fraction * model.total_steps))  # it opens on step 1
+    for _ in range(steps - 1):
         model.step_once()
     out = model.out
     m = n // min(t, n)
+    assert out.steps == steps
     assert out.reads_a.min() >= 0 and out.reads_a.max() <= m
     assert out.reads_so_far == 2 * steps * min(t, n) ** 2
     need, default, opt_in = model.shared_memory()

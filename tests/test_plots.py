@@ -84,3 +84,66 @@ def test_curve_skips_unchanged_data_leaves_gaps_and_joins_the_legend(qapp):
     line.set_data([], [])
     assert line.path().isEmpty()
     widget.close()
+
+
+def _render_box(box: pg.ViewBox, widget) -> QImage:  # noqa: ANN001
+    widget.resize(400, 300)
+    widget.show()
+    pg.QtWidgets.QApplication.processEvents()
+    return widget.grab().toImage()
+
+
+def test_cell_grid_hatches_idle_cells_and_leaves_out_text_that_does_not_fit(qapp):
+    from PySide6.QtCore import QPointF
+
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid, diagram_widget
+
+    theme.apply("dark", qapp)
+    widget, box = diagram_widget()
+    grid = CellGrid(font_size=10)
+    box.addItem(grid)
+    box.setAspectLocked(False)
+    box.setRange(xRange=(0, 4), yRange=(0, 1), padding=0)
+    busy, idle = theme.color("compute"), theme.color("idle")
+    rects = np.array([[0, 0, 1, 1], [1, 0, 1, 1], [2, 0, 0.02, 1]])
+    grid.set_cells(rects, [busy, idle, busy], texts=["7", "", "a long label"])
+    assert [len(cells) for _, cells in grid._hatch_groups] == [1]  # the idle cell only
+    image = _render_box(box, widget)
+    # The idle cell shows two colours (fill and hatching), the busy one its fill and text.
+    centre = box.mapViewToScene(QPointF(1.5, 0.5))
+    inside = {image.pixelColor(int(centre.x()) + dx, int(centre.y()) + dy).rgb()
+              for dx in range(-10, 10) for dy in range(-10, 10)}
+    assert len(inside) >= 2
+    # Dark text on the pale busy cell, light text on dark cells: whichever reads.
+    assert grid._text_inks[0].rgb() == theme.readable_on(busy).rgb()
+    # The long label is wider than its sliver of a cell: not painted at all.
+    sliver = box.mapViewToScene(QPointF(2.01, 0.5))
+    right = {image.pixelColor(int(sliver.x()) + dx, int(sliver.y())).rgb()
+             for dx in range(3, 40)}
+    assert len(right) == 1  # background only
+
+
+def test_legend_lays_out_rows_in_columns_and_keeps_room(qapp):
+    from gpuviz import theme
+    from gpuviz.core.plots import Legend, pen
+
+    theme.apply("dark", qapp)
+    widget = plot_widget()
+    item = widget.getPlotItem()
+    legend = Legend(item, anchor=(1, 1), columns=2)
+    legend.add_box("busy", theme.color("compute"))
+    legend.add_box("idle", theme.color("idle"))
+    legend.add_line("fused", pen("onchip"))
+    assert legend.labels() == ["busy", "idle", "fused"]
+    one_row = Legend(item, columns=3)
+    for label in legend.labels():
+        one_row.add_box(label, theme.color("compute"))
+    assert legend.boundingRect().height() > one_row.boundingRect().height()
+    widget.resize(400, 300)
+    widget.show()
+    qapp.processEvents()
+    # Room for it: the range grows past the data end, by less than half of it.
+    assert 10.0 < legend.end_with_room(0.0, 10.0) <= 20.0
+    legend.clear()
+    assert legend.labels() == [] and legend.boundingRect().isEmpty()

@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
+    QBrush,
     QColor,
     QFontMetricsF,
     QPainter,
@@ -217,27 +218,80 @@ def text_item(text: str = "", role: str = "text", size: float | None = 10, bold:
     return PixelText(text, role, size, bold, anchor)
 
 
+HATCH_ALPHA = 130  # of the hatch lines over their fill
+
+
+UNTOUCHED_ALPHA = 60  # of the neutral grey over the background, for data not yet touched
+
+
+def untouched() -> QColor:
+    """The one fill of cells that nothing has read or written yet (3.2, 3.3, 4.2...)."""
+    return opaque_blend("neutral", UNTOUCHED_ALPHA)
+
+
+def hatched_by_default(fill: QColor | None) -> bool:
+    """Whether a cell of this fill is hatched when the caller does not say: idle hardware
+    is, in every figure, so it reads as idle in greyscale and for colour-blind viewers."""
+    return fill is not None and fill.rgb() == theme.color("idle").rgb()
+
+
+def hatch_brush(fill: QColor, ink: QColor | None = None) -> QBrush:
+    """Diagonal hatching over `fill`, in device pixels (its spacing does not change with the
+    zoom): lines in `ink`, by default the text or background colour, whichever contrasts
+    with the fill."""
+    ink = theme.readable_on(fill) if ink is None else ink
+    return _hatch_brush(theme.current().name, ink.rgb(), max(1.0, theme.line_width(0.6)))
+
+
+_HATCHES: dict[tuple, QBrush] = {}
+
+
+def _hatch_brush(look: str, ink: int, width: float) -> QBrush:
+    key = (look, ink, width)
+    if key not in _HATCHES:
+        step = max(6, round(6 * width))  # one line every `step` pixels, along both axes
+        pixmap = QPixmap(step, step)
+        pixmap.fill(Qt.transparent)
+        painter = QPainter(pixmap)
+        painter.setRenderHint(QPainter.Antialiasing, True)
+        color = QColor(ink)
+        color.setAlpha(HATCH_ALPHA)
+        painter.setPen(QPen(color, max(1.0, width)))
+        # "/" lines; the copies one tile left and right keep the seams joined.
+        for shift in (-step, 0, step):
+            painter.drawLine(QLineF(shift, step, shift + step, 0))
+        painter.end()
+        _HATCHES[key] = QBrush(pixmap)
+    return _HATCHES[key]
+
+
 class CellGrid(pg.GraphicsObject):
     """Rectangles with fills, optional outlines and optional centred text, all painted in
     one call. Update with `set_cells`; click a cell to get `clicked(index)`.
 
+    Idle cells (filled with the idle role) are hatched unless `hatch` says otherwise, and
+    so is any cell `hatch` marks (waste); cell texts take the text or background colour,
+    whichever reads on their fill, unless a `text_color` is given. A text wider or taller
+    than its cell is left out rather than clipped or spilled over its neighbours.
+
     One-line cell texts are cached as laid-out QStaticTexts placed with numpy: drawText
     lays a string out again on every call (about 25 µs each), milliseconds for a labelled
     grid. Texts of several lines (a few titles) still go through drawText.
-
-    drop_wide_texts: leave out a one-line text wider or taller than its cell on screen (a
-    number that cannot fit is better missing than clipped or spilling into its
-    neighbours)."""
+"""
 
     clicked = Signal(int)
     clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
 
-    def __init__(self, font_size: float = 8.0, drop_wide_texts: bool = False) -> None:
+    def __init__(self, font_size: float = 8.0, fit_texts: bool = True) -> None:
+        """fit_texts=False: draw every text even where it overflows its cell (labels
+        with no fill beside a grid, whose cells only place them)."""
         super().__init__()
-        self._drop_wide = drop_wide_texts
+        self._fit_texts = fit_texts
         self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
+        self._hatch_groups: list[tuple[QBrush, np.ndarray]] = []
+        self._text_inks: list[QColor] = []
         self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
         self._static: dict[str, tuple[QStaticText, float, float]] = {}
         self._text_rows = np.zeros(0, dtype=int)
@@ -248,15 +302,20 @@ class CellGrid(pg.GraphicsObject):
         self._outline_width = 1.0
         self._outline_style = Qt.SolidLine
         self._font = theme.font(font_size)
-        self._text_color = theme.color("text")
+        self._text_color: QColor | None = None
 
     def set_cells(self, rects: np.ndarray, fills: Sequence[QColor | None],
                   outlines: Sequence[QColor | None] | None = None,
                   texts: Sequence[str] | None = None, outline_width: float = 1.5,
                   text_color: QColor | None = None,
-                  outline_style: Qt.PenStyle = Qt.SolidLine) -> None:
-        """rects: array (n, 4) of x, y, width, height in data units; `outline_style`
-        dashes the outlines (Qt.DashLine), e.g. for cells being sent."""
+                  outline_style: Qt.PenStyle = Qt.SolidLine,
+                  hatch: Sequence[bool] | None = None,
+                  hatch_ink: QColor | None = None) -> None:
+        """rects: array (n, 4) of x, y, width, height in data units. outline_style dashes
+        the outlines (Qt.DashLine), e.g. for cells being sent. hatch: which cells are
+        hatched (default: those filled with the idle role), in `hatch_ink` (default: what
+        contrasts with the fill). text_color: one colour for every text (default: per
+        cell, the one that reads on its fill)."""
         array = np.asarray(rects, dtype=float).reshape(-1, 4)
         if not np.array_equal(array, self._array):
             # Most refreshes only recolour; rebuild the rectangles only when they move.
@@ -271,6 +330,15 @@ class CellGrid(pg.GraphicsObject):
             else:
                 self._bounds = QRectF()
         self._fill_groups = _group(self._rects, fills)
+        if hatch is None:
+            idle = theme.color("idle").rgb()
+            hatch = [fill is not None and fill.rgb() == idle for fill in fills]
+        hatched: dict[int, tuple[QColor, list[int]]] = {}
+        for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
+            if on and fill is not None:
+                hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
+        self._hatch_groups = [(hatch_brush(fill, hatch_ink), self._array[rows])
+                              for fill, rows in hatched.values()]
         self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
         if texts is not None and len(texts) != len(self._rects):
             raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
@@ -287,8 +355,17 @@ class CellGrid(pg.GraphicsObject):
                             if "\n" in text] if multiline else [])
         self._outline_width = theme.line_width(outline_width)
         self._outline_style = outline_style
+        self._text_color = text_color
         if text_color is not None:
-            self._text_color = text_color
+            self._text_inks = [text_color] * len(rows)
+        else:  # one ink per distinct fill
+            background, inks = theme.color("background"), {}
+            for i in rows:
+                key = fills[i].rgba() if fills[i] is not None else None
+                if key not in inks:
+                    inks[key] = theme.readable_on(composite(fills[i], background))
+            self._text_inks = [inks[fills[i].rgba() if fills[i] is not None else None]
+                               for i in rows]
         self.update()
 
     def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
@@ -314,6 +391,8 @@ class CellGrid(pg.GraphicsObject):
         for fill, rects in self._fill_groups:
             painter.setBrush(fill)
             painter.drawRects(rects)
+        if self._hatch_groups:
+            self._paint_hatches(painter)
         painter.setBrush(Qt.NoBrush)
         for outline, rects in self._outline_groups:
             qpen = QPen(outline)
@@ -331,21 +410,44 @@ class CellGrid(pg.GraphicsObject):
         cells = self._array[self._text_rows]
         x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
         y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
-        texts = self._text_list
-        if self._drop_wide:
-            fits = ((np.abs(t.m11() * cells[:, 2]) >= self._text_sizes[:, 0] + 2)
-                    & (np.abs(t.m22() * cells[:, 3]) >= self._text_sizes[:, 1])).tolist()
-            x, y = x[fits], y[fits]
-            texts = [text for text, keep in zip(texts, fits, strict=True) if keep]
+        # A text that does not fit its cell (in pixels, now) is left out, not clipped.
+        if self._fit_texts:
+            fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) + 1)
+                    & (self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2)).tolist()
+        else:
+            fits = [True] * len(self._text_list)
         painter.save()
         painter.resetTransform()
         painter.setFont(self._font)
-        painter.setPen(self._text_color)
         draw = painter.drawStaticText
-        for px, py, static in zip(x.tolist(), y.tolist(), texts, strict=True):
+        ink = None
+        for px, py, static, color, fit in zip(x.tolist(), y.tolist(), self._text_list,
+                                              self._text_inks, fits, strict=True):
+            if not fit:
+                continue
+            if color is not ink:
+                ink = color
+                painter.setPen(color)
             draw(QPointF(px, py), static)
+        painter.setPen(self._text_color or theme.color("text"))
         for rect, text in self._multiline:
             painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)
+        painter.restore()
+
+    def _paint_hatches(self, painter: QPainter) -> None:
+        """Hatching over the hatched cells, drawn in device pixels."""
+        t = painter.transform()
+        painter.save()
+        painter.resetTransform()
+        for hatching, cells in self._hatch_groups:
+            x0 = t.m11() * cells[:, 0] + t.dx()
+            y0 = t.m22() * cells[:, 1] + t.dy()
+            x1 = t.m11() * (cells[:, 0] + cells[:, 2]) + t.dx()
+            y1 = t.m22() * (cells[:, 1] + cells[:, 3]) + t.dy()
+            painter.setBrush(hatching)
+            painter.drawRects([QRectF(QPointF(a, b), QPointF(c, d)).normalized()
+                               for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(),
+                                                     y1.tolist(), strict=True)])
         painter.restore()
 
     def index_at(self, point: QPointF) -> int:
@@ -360,6 +462,16 @@ class CellGrid(pg.GraphicsObject):
             event.accept()
             self.clicked.emit(index)
             self.clicked_at.emit(event.pos())
+
+
+def composite(fill: QColor | None, under: QColor) -> QColor:
+    """What a translucent fill looks like over `under` (the background when None)."""
+    if fill is None:
+        return under
+    a = fill.alphaF()
+    return QColor.fromRgbF(*(a * f + (1 - a) * u for f, u in
+                             ((fill.redF(), under.redF()), (fill.greenF(), under.greenF()),
+                              (fill.blueF(), under.blueF()))))
 
 
 def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:
@@ -522,3 +634,167 @@ def legend_entry(legend: pg.LegendItem, name: str, targets: Sequence[QGraphicsIt
     proxy.visibleChanged.connect(follow)
     legend.addItem(proxy, name)
     return proxy
+
+
+class Legend(pg.GraphicsObject):
+    """The one legend style: a swatch beside each label, on a panel inside a corner of a
+    plot or diagram, unscaled by the view. Swatches match what they explain: a filled box
+    (hatched for idle, as CellGrid hatches it; outlined when the cells are), a line in the
+    curve's pen, or a dot. Painted in one call; built once, placed again on resize.
+
+        legend = Legend(box, anchor=(1, 0))      # top right corner of the view box
+        legend.add_box("busy", theme.color("compute"))
+        legend.add_line("fused", pen("onchip", 2.5))
+    """
+
+    def __init__(self, view: pg.ViewBox | pg.PlotItem, anchor: tuple[float, float] = (1, 0),
+                 columns: int = 1, size: float = 9, offset: float = 6,
+                 at: tuple[float, float] | None = None) -> None:
+        """anchor: the corner of the view box it sits in (0 left/top, 1 right/bottom);
+        or, with `at`, the point of the legend (same convention) placed at that data
+        point, so it stays next to what it explains when the view is resized."""
+        super().__init__()
+        box = view.getViewBox() if isinstance(view, pg.PlotItem) else view
+        self.setParentItem(box)
+        self.setZValue(1000)
+        self._box = box
+        self._anchor = anchor
+        self._columns = max(1, columns)
+        self._offset = offset
+        self._at = at
+        self._font = theme.font(size)
+        self._metrics = QFontMetricsF(self._font)
+        self._rows: list[tuple[str, str, object, dict]] = []
+        self._statics: list[QStaticText] = []
+        self._size = (0.0, 0.0)
+        self._cells: list[QRectF] = []
+        box.sigResized.connect(self._place)
+        if at is not None:
+            box.sigTransformChanged.connect(self._place)
+
+    def add_box(self, label: str, fill: QColor, hatch: bool | None = None,
+                outline: QColor | None = None, height: float = 1.0) -> Legend:
+        """height: the swatch's share of a full one, for bars drawn thinner."""
+        hatch = hatched_by_default(fill) if hatch is None else hatch
+        return self._add(label, "box", fill, {"hatch": hatch, "outline": outline,
+                                              "height": height})
+
+    def add_line(self, label: str, qpen: QPen) -> Legend:
+        return self._add(label, "line", QPen(qpen), {})
+
+    def add_dot(self, label: str, fill: QColor, outline: QColor | None = None) -> Legend:
+        return self._add(label, "dot", fill, {"outline": outline})
+
+    def clear(self) -> None:
+        self._rows.clear()
+        self._lay_out()
+
+    def set_at(self, at: tuple[float, float]) -> None:
+        """Move the legend to another data point (see `at`)."""
+        if at != self._at:
+            if self._at is None:
+                self._box.sigTransformChanged.connect(self._place)
+            self._at = at
+            self._place()
+
+    def labels(self) -> list[str]:
+        return [row[0] for row in self._rows]
+
+    def end_with_room(self, low: float, high: float) -> float:
+        """The end of a range from `low` to `high` (data along the legend's side of the
+        view) extended so the legend fits past `high` without covering the data; call it
+        again when the view box is resized (sigResized)."""
+        length = self._box.height() if self._anchor[1] in (0, 1) else self._box.width()
+        share = (self._size[1] + 2 * self._offset) / max(length, 1.0)
+        return low + (high - low) / max(1.0 - share, 0.5)
+
+    def _add(self, label: str, kind: str, style: object, opts: dict) -> Legend:
+        self._rows.append((label, kind, style, opts))
+        self._lay_out()
+        return self
+
+    def _swatch_size(self) -> float:
+        return self._metrics.height()
+
+    def _lay_out(self) -> None:
+        """Rows fill `columns` columns, left to right then down; each cell is a swatch, a
+        gap and the label."""
+        self.prepareGeometryChange()
+        self._statics = []
+        height = self._metrics.height()
+        swatch = self._swatch_size()
+        pad = height / 3
+        widths = []
+        for label, *_ in self._rows:
+            static = QStaticText(label)
+            static.setTextFormat(Qt.PlainText)
+            static.prepare(QTransform(), self._font)
+            self._statics.append(static)
+            widths.append(swatch * 1.6 + pad + static.size().width())
+        columns = min(self._columns, max(1, len(self._rows)))
+        col_widths = [max(widths[c::columns], default=0.0) for c in range(columns)]
+        self._cells = []
+        for index in range(len(self._rows)):
+            column, row = index % columns, index // columns
+            x = pad + sum(col_widths[:column]) + column * 2 * pad
+            self._cells.append(QRectF(x, pad + row * height * 1.25, col_widths[column],
+                                      height))
+        rows = -(-len(self._rows) // columns)
+        self._size = (sum(col_widths) + 2 * pad * columns,
+                      2 * pad + rows * height * 1.25 - height * 0.25) if rows else (0.0, 0.0)
+        self._place()
+        self.update()
+
+    def _place(self) -> None:
+        width, height = self._size
+        ax, ay = self._anchor
+        if self._at is not None:
+            point = self._box.mapFromViewToItem(self._box, QPointF(*self._at))
+            self.setPos(point.x() - ax * width, point.y() - ay * height)
+            return
+        area = self._box.rect()
+        x = area.left() + self._offset + ax * (area.width() - width - 2 * self._offset)
+        y = area.top() + self._offset + ay * (area.height() - height - 2 * self._offset)
+        self.setPos(x, y)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        return QRectF(0, 0, *self._size)
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        if not self._rows:
+            return
+        painter.setPen(QPen(theme.color("grid"), 1))
+        painter.setBrush(theme.color("panel", 230))
+        painter.drawRect(self.boundingRect().adjusted(0.5, 0.5, -0.5, -0.5))
+        painter.setFont(self._font)
+        swatch = self._swatch_size()
+        for (_, kind, style, opts), cell, static in zip(self._rows, self._cells,
+                                                        self._statics, strict=True):
+            sample = QRectF(cell.left(), cell.top() + swatch * 0.1, swatch * 1.6,
+                            swatch * 0.8)
+            if kind == "box":
+                shrink = sample.height() * (1 - opts["height"]) / 2
+                sample = sample.adjusted(0, shrink, 0, -shrink)
+                painter.setPen(Qt.NoPen)
+                painter.setBrush(style)
+                painter.drawRect(sample)
+                if opts["hatch"]:
+                    painter.setBrush(hatch_brush(style))
+                    painter.drawRect(sample)
+                if opts["outline"] is not None:
+                    qpen = QPen(opts["outline"], theme.line_width(1.5))
+                    painter.setPen(qpen)
+                    painter.setBrush(Qt.NoBrush)
+                    painter.drawRect(sample.adjusted(1, 1, -1, -1))
+            elif kind == "line":
+                painter.setPen(style)
+                middle = sample.center().y()
+                painter.drawLine(QLineF(sample.left(), middle, sample.right(), middle))
+            else:
+                painter.setPen(QPen(opts["outline"]) if opts["outline"] is not None
+                               else Qt.NoPen)
+                painter.setBrush(style)
+                radius = swatch * 0.35
+                painter.drawEllipse(sample.center(), radius, radius)
+            painter.setPen(theme.color("text"))
+            painter.drawStaticText(QPointF(sample.right() + swatch * 0.4, cell.top()), static)

@@ -82,7 +82,7 @@ class PixelText(QGraphicsSimpleTextItem):
         self._anchor = (float(anchor[0]), float(anchor[1]))
         self._pos = (float("nan"), float("nan"))
         self._color = QColor()
-        self.setColor(theme.color(role))
+        self.setColor(theme.text_color(role))
         self._shown: str | None = None
         self.setText(text)
 
@@ -235,7 +235,7 @@ class TextLayer(pg.GraphicsObject):
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
             anchor: tuple[float, float] = (0, 0)) -> LayerLabel:
-        label = LayerLabel(self, text, theme.color(role), theme.font(size, bold), anchor)
+        label = LayerLabel(self, text, theme.text_color(role), theme.font(size, bold), anchor)
         self.labels.append(label)
         self.update()
         return label

@@ -45,7 +45,7 @@ class Timeline(QObject):
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.25)
         self.idle = CellGrid()
-        self.boxes = CellGrid(text_size, drop_wide_texts=True)
+        self.boxes = CellGrid(text_size)
         self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)

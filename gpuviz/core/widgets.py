@@ -175,9 +175,10 @@ class ChoiceButtons(BoundControl):
         super().__init__(model, name, parent)
         self.group = QButtonGroup(self)
         self.group.setExclusive(True)
-        selected = theme.color("compute").name()
-        self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected}; "
-                           f"color: white; border: 1px solid {selected}; }}")
+        selected = theme.color("compute")
+        self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected.name()}; "
+                           f"color: {theme.readable_on(selected).name()}; "
+                           f"border: 1px solid {selected.name()}; }}")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.setSpacing(2)
@@ -231,7 +232,7 @@ class NumberEntry(BoundControl):
         self.edit.setToolTip(self.toolTip())
         self.error = QLabel()
         self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: {theme.color('highlight').name()}")
+        self.error.setStyleSheet(f"color: {theme.text_color('highlight').name()}")
         self.error.hide()
         label = QLabel(f"{self.param.label} ({self.param.unit})" if self.param.unit
                        else self.param.label)
@@ -594,7 +595,7 @@ class MessageLabel(TextPanel):
             self._warn = warn
             palette, font = QPalette(), QFont(self.font())
             if warn:
-                palette.setColor(QPalette.WindowText, theme.color("highlight"))
+                palette.setColor(QPalette.WindowText, theme.text_color("highlight"))
             font.setBold(warn)
             self.setPalette(palette)
             self._document.setDefaultFont(font)

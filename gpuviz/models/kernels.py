@@ -280,6 +280,17 @@ class TiledMatmulModel(SteppedModel):
         if name in ("matrix_size", "tile_size"):
             self.reset_state()
 
+    def __init__(self, parent: object = None) -> None:  # a QObject parent
+        super().__init__(parent)
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        """Start (and rewind) at step 1, the first pair of tiles loaded: step 0 is a blank
+        picture with nothing to look at."""
+        super().reset_state()
+        self._step = 1
+        self._t = self.step_seconds
+
     def compute(self) -> TiledMatmul:
         return tiled_matmul_state(self.n, self.t, self.steps_done)
 

@@ -31,6 +31,37 @@ class Theme:
 
 # The meanings every figure shares (see the design): work is blue, idle hardware violet,
 # memory/HBM orange, on-chip storage yellow, network aqua, highlight or warning magenta.
+#
+# Colour-vision safety (issue 19): hue alone fails for red-green colour blindness (blue and
+# violet simulate to the same colour) and on projectors that wash saturation out, so every
+# pair of roles a figure sets against each other (CONTRASTING_PAIRS) also differs by at least
+# MIN_LIGHTNESS_STEP in CIE L*, and by at least MIN_SIMULATED_DELTA_E (CIE76) under full-
+# severity protanopia and deuteranopia simulation (Machado et al. 2009); tests/test_palette.py
+# checks every look. The lightness order is the same in both light looks, mirrored in the
+# dark one, so busy work stands out from the background and idle hardware recedes:
+#   light looks: compute 29 < memory, compute_light, network ~50 < highlight 72 < idle 75
+#                < onchip 78;
+#   dark look:   idle 42, highlight 43 < memory, network 64 < compute_light 68
+#                < compute 86, onchip 87.
+# Idle and wasted cells are hatched as well (core.plots.HATCH), so they survive greyscale.
+MIN_LIGHTNESS_STEP = 20.0
+MIN_SIMULATED_DELTA_E = 20.0
+
+# Roles drawn next to each other to tell two things apart: a figure that sets a new pair
+# against each other adds it here, and the palette test holds it to the limits above.
+CONTRASTING_PAIRS = (
+    ("compute", "idle"),            # busy vs idle SMs, warps and slots
+    ("compute_light", "idle"),      # alternating blocks vs unused slots (1.3)
+    ("memory", "onchip"),           # HBM vs on-chip storage and traffic
+    ("compute", "network"),         # compute vs interconnect
+    ("memory", "highlight"),        # memory vs the selected or over-the-limit item
+    ("memory", "idle"),             # waiting on memory vs idle
+    ("network", "idle"),            # waiting on the network vs idle
+    ("compute", "memory"),          # compute- vs memory-bound, issuing vs waiting
+    ("compute", "highlight"),       # compute vs the selected or conflicting item
+    ("onchip", "neutral"),          # on-chip tile vs untouched data
+)
+
 DARK = Theme(
     name="dark",
     background="#16181d",
@@ -39,15 +70,15 @@ DARK = Theme(
     muted="#9aa0ab",
     grid="#3a3f4a",
     roles={
-        "compute": "#4ba3f0",
-        "compute_light": "#a8d1f7",
-        "idle": "#9b7fe0",
-        "memory": "#f09a2a",
-        "memory_light": "#f6c98e",
-        "onchip": "#ecd43c",
-        "network": "#35c9c0",
-        "highlight": "#ef3fa3",
-        "neutral": "#7d838f",
+        "compute": "#b9dbff",
+        "compute_light": "#48adf6",
+        "idle": "#6051c6",
+        "memory": "#f17b0c",
+        "memory_light": "#ffc78f",
+        "onchip": "#fbd915",
+        "network": "#0aada6",
+        "highlight": "#c40178",
+        "neutral": "#969696",
     },
 )
 
@@ -59,15 +90,15 @@ LIGHT = Theme(
     muted="#5b606b",
     grid="#d5d8de",
     roles={
-        "compute": "#1f6fc4",
-        "compute_light": "#8fbbe9",
-        "idle": "#7a55c7",
-        "memory": "#d9770b",
-        "memory_light": "#f1bd80",
-        "onchip": "#b89b00",
-        "network": "#0f9e96",
-        "highlight": "#d41b86",
-        "neutral": "#8a8f99",
+        "compute": "#034485",
+        "compute_light": "#027cc4",
+        "idle": "#c5adf2",
+        "memory": "#bf5a01",
+        "memory_light": "#f9ba78",
+        "onchip": "#e1bf00",
+        "network": "#018882",
+        "highlight": "#ff86e3",
+        "neutral": "#848484",
     },
 )
 
@@ -80,15 +111,15 @@ PROJECTOR = Theme(
     muted="#333333",
     grid="#bbbbbb",
     roles={
-        "compute": "#0057b8",
-        "compute_light": "#6fa3e0",
-        "idle": "#6a3fc0",
-        "memory": "#e06900",
-        "memory_light": "#f2a860",
-        "onchip": "#a88c00",
-        "network": "#008a82",
-        "highlight": "#cc0077",
-        "neutral": "#666666",
+        "compute": "#034086",
+        "compute_light": "#077bc7",
+        "idle": "#c5acf8",
+        "memory": "#c55501",
+        "memory_light": "#feb162",
+        "onchip": "#ddbc02",
+        "network": "#018880",
+        "highlight": "#fe80e2",
+        "neutral": "#7c7c7c",
     },
     line_scale=2.0,
     font_scale=1.5,
@@ -113,6 +144,49 @@ def _color(theme: Theme, role: str, alpha: int) -> QColor:
     qcolor = QColor(theme.roles.get(role) or getattr(theme, role))
     qcolor.setAlpha(alpha)
     return qcolor
+
+
+def text_color(role: str, contrast: float = 4.5) -> QColor:
+    """The colour of a role for text: the role's own colour when it reads on the
+    background (WCAG contrast ratio `contrast`), else the same hue, as saturated, made darker
+    (or lighter, on a dark background) until it does: a pale magenta warning on white
+    becomes a deep magenta one."""
+    return QColor(_text_color(_current, role, contrast))
+
+
+@functools.cache
+def _text_color(theme: Theme, role: str, contrast: float) -> QColor:
+    colour = QColor(theme.roles.get(role) or getattr(theme, role))
+    back = _luminance(QColor(theme.background))
+    hue, saturation, lightness, _ = colour.getHslF()
+    target = 1.0 if back < 0.18 else 0.0  # towards white on dark backgrounds
+    for step in range(21):
+        t = step / 20
+        candidate = QColor.fromHslF(max(hue, 0.0), saturation,
+                                    (1 - t) * lightness + t * target)
+        lum = _luminance(candidate)
+        if (max(lum, back) + 0.05) / (min(lum, back) + 0.05) >= contrast:
+            return candidate
+    return QColor(theme.text)
+
+
+def _luminance(qcolor: QColor) -> float:
+    """WCAG relative luminance."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    return (0.2126 * linear(qcolor.redF()) + 0.7152 * linear(qcolor.greenF())
+            + 0.0722 * linear(qcolor.blueF()))
+
+
+def readable_on(fill: QColor) -> QColor:
+    """The theme's text or background colour, whichever reads better on `fill` (an opaque
+    colour): dark text on pale cells, light text on dark ones, in every look."""
+    text, back = QColor(_current.text), QColor(_current.background)
+    return text if abs(_luma(text) - _luma(fill)) >= abs(_luma(back) - _luma(fill)) else back
+
+
+def _luma(qcolor: QColor) -> float:
+    return 0.299 * qcolor.redF() + 0.587 * qcolor.greenF() + 0.114 * qcolor.blueF()
 
 
 def ui_scale() -> float:
@@ -151,7 +225,7 @@ def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -
             (QPalette.Text, text), (QPalette.WindowText, text), (QPalette.ButtonText, text),
             (QPalette.Button, panel), (QPalette.ToolTipBase, panel), (QPalette.ToolTipText, text),
             (QPalette.Highlight, QColor(_current.roles["compute"])),
-            (QPalette.HighlightedText, QColor("#ffffff")),
+            (QPalette.HighlightedText, readable_on(QColor(_current.roles["compute"]))),
             (QPalette.PlaceholderText, QColor(_current.muted)),
         ):
             palette.setColor(role, value)

@@ -12,7 +12,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import time_label
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import Dots, Segment, curve, pen, plot_widget
+from gpuviz.core.plots import Dots, Legend, Segment, curve, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.models.flash_attention import ROOFLINE_N_MAX, ROOFLINE_N_MIN
 
@@ -41,9 +41,7 @@ class HeadRooflineView(FigureView):
         item = self.plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
         item.setXRange(math.log10(ROOFLINE_N_MIN), math.log10(ROOFLINE_N_MAX), padding=0.02)
-        item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{10 * theme.current().font_scale:.0f}pt",
-                       brush=pg.mkBrush(theme.color("panel", 200)))
+        legend = Legend(item, anchor=(0, 0), size=10)
         # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
         # and a Qt line for the marker: none of them runs Python when the view changes.
         self.curves = {}
@@ -51,7 +49,8 @@ class HeadRooflineView(FigureView):
         # two meet, the yellow shows on both sides of the blue.
         widths = {"standard_time": 3.0, "flash_time": 5.0, "compute_time": 2.5}
         for key, role, label in LINES:
-            self.curves[key] = curve(item, pen(role, widths[key]), name=label)
+            self.curves[key] = curve(item, pen(role, widths[key]))
+            legend.add_line(label, pen(role, widths[key]))
         self.dots = Dots(item, len(LINES), 11, [theme.color(role) for _, role, _ in LINES],
                          outline=pg.mkPen(theme.color("text"), width=1))
         self.marker = Segment(pen("neutral", 1.5, Qt.DashLine))

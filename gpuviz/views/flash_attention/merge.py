@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QSizePolicy
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget
+from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, untouched
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.models.flash_attention import merge_scores
 
@@ -139,7 +139,7 @@ class MergeView(FigureView):
         brushes = []
         for i in range(keys):
             if not math.isfinite(raw[i]):
-                brushes.append(theme.color("neutral", 70))
+                brushes.append(untouched())  # masked: the grey of data nothing uses
             else:
                 brushes.append(theme.series(SET_A if i < split else SET_B))
         self.bars.setOpts(height=shown, brushes=brushes, pens=brushes)

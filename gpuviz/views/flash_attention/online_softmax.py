@@ -11,7 +11,7 @@ from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item, untouched
 from gpuviz.core.text import TEXT_MARGIN
 
 MIN_WIDTH = 12  # cells; the diagram never gets narrower, so short rows stay readable
@@ -154,8 +154,7 @@ class OnlineSoftmaxView(FigureView):
         for i in range(n):
             role = ("highlight" if visit[i] == k else
                     "compute" if visit[i] < k else "neutral")
-            alpha = 150 if role != "neutral" else 70
-            fills.append(theme.color(role, alpha // 3 if masked[i] else alpha))
+            fills.append(untouched() if role == "neutral" else theme.color(role))
         rects = [(i, 0, 0.92, 1) for i in range(n)] + [(i, 1 + ROW_GAP, 0.92, 1)
                                                       for i in range(n)]
         texts = [_number(x) for x in t.scores] + [_number(v) for v in t.values]
@@ -173,19 +172,20 @@ class OnlineSoftmaxView(FigureView):
         if shown is not self._cells_shown:
             self._cells_shown.set_cells(np.empty((0, 4)), [])
             self._cells_shown = shown
-        shown.set_cells(np.array(rects, dtype=float), fills, outlines, texts,
-                        text_color=theme.color("text"))
+        # Masked (−∞) scores and their values are hatched: read, but they weigh nothing.
+        hatch = [bool(x) for x in masked] * 2 + [False] * (len(rects) - 2 * n)
+        shown.set_cells(np.array(rects, dtype=float), fills, outlines, texts, hatch=hatch)
 
-        # The on-chip state: three yellow boxes; under them the naive formula over the
-        # scores read so far, magenta when it has failed (inf or NaN).
+        # The on-chip state: three boxes framed in yellow (on-chip storage, as in 3.2);
+        # under them the naive formula over the scores read so far, magenta when it has
+        # failed (inf or NaN).
         box_w = width / 3
         state_y = self._state_y
         self.state_cells.set_cells(
             np.array([(j * box_w, state_y, box_w - 0.3, STATE_HEIGHT) for j in range(3)]),
-            [theme.color("onchip", 80)] * 3, [theme.color("onchip")] * 3,
+            [None] * 3, [theme.color("onchip")] * 3,
             [f"{name} = {_state_number(value)}"
-             for name, value in (("m", t.m[k]), ("l", t.l[k]), ("o", t.o[k]))],
-            text_color=theme.color("text"))
+             for name, value in (("m", t.m[k]), ("l", t.l[k]), ("o", t.o[k]))])
         naive_sum, naive_o = float(s.naive_sums[k]), float(s.naive_results[k])
         failed = k > 0 and not math.isfinite(naive_o)
         naive = ("naive formula, no max subtracted: nothing read yet" if k == 0 else
@@ -193,9 +193,8 @@ class OnlineSoftmaxView(FigureView):
                  f"o = {_state_number(naive_o)}")
         self.naive_cells.set_cells(
             np.array([(0, state_y + STATE_HEIGHT + NAIVE_GAP, width - 0.3, NAIVE_HEIGHT)]),
-            [theme.color("highlight", 60) if failed else None],
-            [theme.color("highlight" if failed else "muted")], [naive],
-            text_color=theme.color("text"))
+            [None], [theme.color("highlight" if failed else "muted")], [naive],
+            text_color=theme.text_color("highlight" if failed else "text"))
         self.score_label.setPos(-0.2, 0.5)
         self.value_label.setPos(-0.2, 1.5 + ROW_GAP)
         self.state_label.setText(_state_text(k, t.blocks))
@@ -227,7 +226,7 @@ class OnlineSoftmaxView(FigureView):
             factor = "dashed: the bars before this block"
         else:
             factor = "dashed: the bars after the last block; press Next block"
-        self.factor_text.setText(factor, theme.color("highlight" if rose else "text"))
+        self.factor_text.setText(factor, theme.text_color("highlight" if rose else "text"))
 
         self._message(s, k)
 

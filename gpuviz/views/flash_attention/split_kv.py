@@ -13,6 +13,7 @@ from gpuviz.core.model import format_value
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
+    Legend,
     curve,
     diagram_widget,
     grid_rects,
@@ -31,11 +32,17 @@ class SplitKVView(FigureView):
 
         canvas, self.box = diagram_widget()
         # The unit counts and the title's SM counts are what the figure is about: large.
-        self.sms = CellGrid(font_size=10, drop_wide_texts=True)
+        self.sms = CellGrid(font_size=10)
         self.box.addItem(self.sms)
         self.title = text_item(anchor=(0, 1), size=12, bold=True)
         self.box.addItem(self.title)
         self.title.setPos(0, -0.15)
+        # The key under the grid, in room kept for it (see _fit_grid).
+        self.legend = Legend(self.box, anchor=(0, 0), columns=3, size=9, at=(0.0, 0.0))
+        self.legend.add_box("most work units", theme.color("memory"))
+        self.legend.add_box("fewer units", theme.color("memory_light"))
+        self.legend.add_box("no work: idle", theme.color("idle"))
+        self.box.sigResized.connect(self._fit_grid)
         self.box.sigResized.connect(self.schedule_refresh)  # the title's fit
         self.add_plot(canvas, 1)
 
@@ -58,6 +65,16 @@ class SplitKVView(FigureView):
         self._cells_key: tuple = ()
         self.add_plot(self.plot, 1)
 
+    def _fit_grid(self) -> None:
+        """The SM grid with its title above and its key below (again on a resize)."""
+        if not self._columns:
+            return
+        rows = math.ceil(self.model.out.sms / self._columns)
+        self.legend.set_at((0.0, rows + 0.1))
+        self.box.setRange(xRange=(0, self._columns),
+                          yRange=(-1.0, self.legend.end_with_room(-1.0, rows + 0.1)),
+                          padding=0.03)
+
     def refresh(self) -> None:
         s = self.model.out
         sms = s.sms
@@ -67,19 +84,17 @@ class SplitKVView(FigureView):
         if key != self._cells_key:  # the SM grid changes only with the number of units
             self._cells_key = key
             top = int(per_sm.max()) if per_sm.size else 0
-            idle, full, short = (theme.color("idle", 170), theme.color("memory"),
+            idle, full, short = (theme.color("idle"), theme.color("memory"),
                                  theme.color("memory_light"))
             counts = per_sm.tolist()
             fills = [idle if n == 0 else full if n == top else short for n in counts]
             # Thousands in short: four digits are wider than a cell in the projector theme.
             texts = [("" if not n else str(n) if n < 1000 else f"{n / 1000:.0f}k")
                      for n in counts]
-            self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts,
-                               text_color=theme.color("background"))
+            self.sms.set_cells(grid_rects(sms, columns, y0=0.0, gap=0.12), fills, texts=texts)
         if columns != self._columns:
             self._columns = columns
-            rows = math.ceil(sms / columns)
-            self.box.setRange(xRange=(0, columns), yRange=(-1.0, rows), padding=0.03)
+            self._fit_grid()
         sp = s.split
         self.title.setText(
                  f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "

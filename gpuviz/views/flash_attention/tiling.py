@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetricsF
-from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, text_item
-from gpuviz.core.widgets import TextPanel
+from gpuviz.core.plots import (
+    CellGrid,
+    Legend,
+    diagram_widget,
+    opaque_blend,
+    text_item,
+    untouched,
+)
 from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
 
 GAP = 0.08
-PAST_ALPHA = 70
 PREVIEW_ALPHA = 50  # before the first step: the whole picture, faint
 STRIP = 1.4  # distance of the Q, K/V and O strips from the matrix, in tiles
-LEGEND_LINES = 7
-LONGEST_ENTRY = "■  computed earlier, discarded"
 
 SOURCES = {
     "fa2": "FlashAttention-2 order (Dao 2023, Algorithm 1): a Q block stays on chip, "
@@ -29,12 +29,6 @@ SOURCES = {
     "standard": "Standard attention: three kernels, S and P written to HBM and read back: "
                 "4Nd + 4N² elements.",
 }
-
-
-def _swatch(role: str, text: str, alpha: int = 255) -> str:
-    c = theme.color(role)
-    return (f"<span style='color:rgba({c.red()},{c.green()},{c.blue()},{alpha});'>■</span>"
-            f"&nbsp;{text}")
 
 
 def _count(value: int) -> str:
@@ -57,16 +51,12 @@ class FlashTilingView(FigureView):
         self.counters = text_item("", role="memory", size=12, bold=True, anchor=(0, 1))
         for item in (self.q_label, self.k_label, self.o_label, self.counters):
             self.box.addItem(item)
-        # The legend (swatches) beside the diagram it explains.
-        self.legend = TextPanel(LEGEND_LINES, accessible_name="Legend", framed=False)
-        width = QFontMetricsF(self.legend.font()).horizontalAdvance(LONGEST_ENTRY)
-        self.legend.setFixedWidth(int(width) + 16)
-        holder = QWidget()
-        row = QHBoxLayout(holder)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(canvas, 1)
-        row.addWidget(self.legend, 0, Qt.AlignVCenter)
-        self.add_plot(holder)
+        # The key in room of its own in the top left corner (see _fit_range).
+        self.legend = Legend(self.box, anchor=(0, 0), size=9)
+        self._ranges = ((0.0, 1.0), (0.0, 1.0))
+        self.box.sigResized.connect(self._fit_range)
+        self._legend_for: tuple | None = None
+        self.add_plot(canvas)
         self._geometry: tuple = ()
         self._rects = np.zeros((0, 4))
         self._order = np.zeros((0, 0), dtype=int)
@@ -94,14 +84,30 @@ class FlashTilingView(FigureView):
         self._order = order
         # Room for the labels, whose size is in pixels while a tile shrinks as T grows.
         margin = 0.4 + 0.07 * tiles
-        self.box.setRange(xRange=(-STRIP - margin, tiles + STRIP + margin),
-                          yRange=(-STRIP - margin - 0.05 * tiles, tiles + 0.3),
-                          padding=0.02)
+        self._ranges = ((-STRIP - margin, tiles + STRIP + margin),
+                        (-STRIP - margin - 0.05 * tiles, tiles + 0.3))
         self.q_label.setPos(-STRIP - 0.1, tiles / 2)
         self.k_label.setPos(tiles + 0.1, -STRIP + size / 2)
         self.o_label.setPos(tiles + STRIP + GAP + 0.1, tiles / 2)
         self.counters.setPos(-STRIP, -STRIP - 0.15)
         self._legend()
+        self._fit_range()
+
+    def _fit_range(self) -> None:
+        """The diagram's range with room for the key in its top left corner (on a resize
+        too): a column left of the Q strip or a band above the K/V strip, whichever leaves
+        the tiles larger. The key's size is in pixels, the room in data units."""
+        (x0, x1), (y0, y1) = self._ranges
+        width, height = max(self.box.width(), 1.0), max(self.box.height(), 1.0)
+        key = self.legend.boundingRect()
+        key_w, key_h = key.width() + 8, key.height() + 8
+        beside = min((width - key_w) / (x1 - x0), height / (y1 - y0))
+        above = min(width / (x1 - x0), (height - key_h) / (y1 - y0))
+        if beside >= above:
+            x0 -= key_w / max(beside, 1e-6)
+        else:
+            y0 -= key_h / max(above, 1e-6)
+        self.box.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0.02)
 
     def refresh(self) -> None:
         s = self.model.out
@@ -120,11 +126,12 @@ class FlashTilingView(FigureView):
                   else np.zeros(rows.size, dtype=bool))
 
         none = None
-        faint = theme.color("neutral", 45)
+        faint = untouched()
         grid: list = [faint] * (tiles * tiles)
-        q = [theme.color("neutral", 90)] * tiles
-        k = [theme.color("neutral", 90)] * tiles
+        q = [_strip()] * tiles
+        k = [_strip()] * tiles
         o: list = [faint] * tiles
+        hatch = [False] * (tiles * tiles)
         cursor_role = "highlight"
         cursor = np.zeros(4)
         if done == 0:
@@ -132,14 +139,14 @@ class FlashTilingView(FigureView):
             # be computed (or stored) and the output.
             role = "compute" if flash else "memory"
             for index in np.flatnonzero(order >= 0):
-                grid[index] = theme.color(role, PREVIEW_ALPHA)
+                grid[index] = opaque_blend(role, PREVIEW_ALPHA)
             for index in np.flatnonzero(order < 0):
                 grid[index] = none
-            o = [theme.color("memory", PREVIEW_ALPHA)] * tiles
+            o = [opaque_blend("memory", PREVIEW_ALPHA)] * tiles
         elif flash:
             past = (order >= 0) & (order < cur)
             for index in np.flatnonzero(past):
-                grid[index] = theme.color("compute", PAST_ALPHA)
+                grid[index] = theme.color("compute_light")
             for index in np.flatnonzero(order < 0):
                 grid[index] = none
             grid[ci * tiles + cj] = theme.color("compute")
@@ -165,8 +172,8 @@ class FlashTilingView(FigureView):
             o_rows = int(np.count_nonzero(sch.phase[:done] == PHASE_O))
             for index in np.flatnonzero(s_done):
                 in_p = rows[index] < p_rows
-                alpha = 110 if masked[index] else 255
-                grid[index] = theme.color("memory_light" if in_p else "memory", alpha)
+                grid[index] = theme.color("memory_light" if in_p else "memory")
+                hatch[index] = bool(masked[index])  # masked, stored anyway: waste
             for r in range(o_rows):
                 o[r] = theme.color("memory")
             if phase == PHASE_S:
@@ -182,7 +189,8 @@ class FlashTilingView(FigureView):
         outlines = [None] * (len(fills) - 1) + [theme.color(cursor_role) if done else None]
         rects = self._rects.copy()
         rects[-1] = cursor
-        self.cells.set_cells(rects, fills, outlines, outline_width=2.5)
+        self.cells.set_cells(rects, fills, outlines, outline_width=2.5,
+                             hatch=hatch + [False] * (len(fills) - len(hatch)))
 
         self.counters.setText(f"HBM so far: {_count(s.reads)} read, {_count(s.writes)} "
                               f"written (elements)")
@@ -210,24 +218,40 @@ class FlashTilingView(FigureView):
         return doing + "\n" + source
 
     def _legend(self) -> None:
-        if self.model.mode == "flash" and self.model.loop_order == "fa1":
-            items = [_swatch("onchip", "K/V block on chip"),
-                     _swatch("highlight", "Q block streaming"),
-                     _swatch("compute", "score tile, on chip only"),
-                     _swatch("compute", "computed earlier, discarded", PAST_ALPHA),
-                     _swatch("memory_light", "partial O, back in HBM"),
-                     _swatch("memory", "final O in HBM")]
-        elif self.model.mode == "flash":
-            items = [_swatch("onchip", "Q block on chip"),
-                     _swatch("highlight", "K/V block streaming"),
-                     _swatch("compute", "score tile, on chip only"),
-                     _swatch("compute", "computed earlier, discarded", PAST_ALPHA),
-                     _swatch("memory", "O written to HBM")]
+        flash = self.model.mode == "flash"
+        fa1 = flash and self.model.loop_order == "fa1"
+        key = (flash, fa1, self.model.causal)
+        if key == self._legend_for:
+            return
+        self._legend_for = key
+        legend = self.legend
+        legend.clear()
+        if flash:
+            legend.add_box("K/V block on chip" if fa1 else "Q block on chip",
+                           theme.color("onchip"))
+            legend.add_box("Q block streaming" if fa1 else "K/V block streaming",
+                           theme.color("highlight"))
+            legend.add_box("score tile, on chip only", theme.color("compute"))
+            legend.add_box("computed earlier, discarded", theme.color("compute_light"))
+            if fa1:
+                legend.add_box("partial O, back in HBM", theme.color("memory_light"))
+                legend.add_box("final O in HBM", theme.color("memory"))
+            else:
+                legend.add_box("O written to HBM", theme.color("memory"))
+            legend.add_box("not computed yet", untouched())
+            if self.model.causal:
+                legend.add_box("skipped above the diagonal", theme.color("background"),
+                               outline=theme.color("grid"))
         else:
-            items = [_swatch("memory", "S written to HBM"),
-                     _swatch("memory_light", "P written to HBM"),
-                     _swatch("highlight", "current tile or row")]
-        if self.model.causal:
-            items.append("blank: skipped (causal)" if self.model.mode == "flash" else
-                         "pale: masked, stored anyway")
-        self.legend.setText("<br>".join(items))
+            legend.add_box("S written to HBM", theme.color("memory"))
+            legend.add_box("P written to HBM", theme.color("memory_light"))
+            if self.model.causal:
+                legend.add_box("masked, but stored anyway", theme.color("memory"), hatch=True)
+            legend.add_box("not written yet", untouched())
+            legend.add_box("current tile or row", theme.color("background"),
+                           outline=theme.color("highlight"))
+
+
+def _strip() -> object:
+    """Q, K/V and O blocks waiting in HBM: a grey a step stronger than untouched tiles."""
+    return opaque_blend("neutral", 110)

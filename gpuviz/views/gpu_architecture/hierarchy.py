@@ -5,20 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget
+from gpuviz.core.plots import HATCH_ALPHA, CellGrid, Legend, composite, diagram_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.models.gpu_architecture import LEVELS, WARP_SIZE
 
 # Diagram layout, in data units (y grows downwards).
 WIDTH = 68.0
-BOX_HEIGHT = 3.6
-BOX_GAP = 1.0
-PANEL_TOP = 6.5  # first row of cells of the two panels
+PANEL_TOP = 2.0  # first row of cells of the two panels
 RIGHT_X = 36.0  # left edge of the SM panel
 PANEL_WIDTH = 32.0
 SM_COLUMNS = 22
@@ -29,13 +28,17 @@ CELL_PX, GAP_PX = 8, 2  # image pixels per cell and of the gap between cells
 
 def cell_image(states: np.ndarray, columns: int, palette: np.ndarray) -> np.ndarray:
     """An RGBA image (row-major) of square cells, `columns` per row, each painted with
-    palette[state] and separated by transparent gaps. One image instead of a thousand
-    rectangles keeps the refresh cheap (a block has up to 1,024 threads)."""
+    palette[state] and separated by transparent gaps; idle cells (state 1) are hatched with
+    palette[2], as CellGrid hatches idle cells. One image instead of a thousand rectangles
+    keeps the refresh cheap (a block has up to 1,024 threads)."""
     rows = -(-len(states) // columns)
     grid = np.full(rows * columns, len(palette) - 1)  # the last palette entry: transparent
     grid[:len(states)] = states
-    colours = palette[grid.reshape(rows, columns)]  # (rows, columns, 4)
-    image = np.repeat(np.repeat(colours, CELL_PX, axis=0), CELL_PX, axis=1)
+    grid = grid.reshape(rows, columns)
+    cells = np.repeat(np.repeat(grid, CELL_PX, axis=0), CELL_PX, axis=1)
+    y, x = np.indices(cells.shape)
+    cells[(cells == 1) & ((x + y) % 3 == 0)] = 2  # "\" hatching every third pixel
+    image = palette[cells]  # (rows * CELL_PX, columns * CELL_PX, 4)
     mask = (np.arange(rows * CELL_PX) % CELL_PX) >= CELL_PX - GAP_PX
     image[mask, :, 3] = 0
     mask = (np.arange(columns * CELL_PX) % CELL_PX) >= CELL_PX - GAP_PX
@@ -43,8 +46,7 @@ def cell_image(states: np.ndarray, columns: int, palette: np.ndarray) -> np.ndar
     return image
 
 
-def _rgba(role: str) -> list[int]:
-    color = theme.color(role)
+def _rgba(color: QColor) -> list[int]:
     return [color.red(), color.green(), color.blue(), 255]
 
 
@@ -53,11 +55,11 @@ class HierarchyView(FigureView):
         self.controls.add("gpu")
         self.controls.add("problem_size")
         self.controls.add("block_size")
-        buttons = self.controls.add("level", style="buttons")
-        for button in buttons.buttons.values():
-            # Five buttons must fit the control column; let them shrink below the style's
-            # default minimum width.
-            button.setMinimumWidth(24)
+        # The level is picked in one place: a row of buttons over the drawing, each with
+        # its count, rather than in the control column and again in the canvas.
+        self.levels = self.controls.add("level", style="buttons")
+        self.controls.layout_.removeWidget(self.levels)
+        self.add_plot(self.levels, 0)
 
         # A fixed-height panel: new text repaints it alone, without a relayout of the page.
         # Five lines: a launch of 100 M threads takes that many in the projector theme.
@@ -65,15 +67,18 @@ class HierarchyView(FigureView):
         self.add_plot(self.description, 0)
 
         canvas, self.box = diagram_widget()
-        self.palette = np.array([_rgba("compute"), _rgba("idle"), [0, 0, 0, 0]],
-                                dtype=np.ubyte)
+        idle = theme.color("idle")
+        ink = QColor(theme.readable_on(idle))
+        ink.setAlpha(HATCH_ALPHA)
+        self.palette = np.array([_rgba(theme.color("compute")), _rgba(idle),
+                                 _rgba(composite(ink, idle)), [0, 0, 0, 0]], dtype=np.ubyte)
         self.block_image = pg.ImageItem(axisOrder="row-major")
         self.sm_image = pg.ImageItem(axisOrder="row-major")
         for image in (self.block_image, self.sm_image):
             # Scaling the image on every repaint of the canvas costs about a millisecond
             # each; keep the scaled result until the image itself changes.
             image.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        self.cells = CellGrid(font_size=8.5)  # level boxes and waves: a few dozen cells
+        self.cells = CellGrid()  # the waves: a few dozen cells
         self.outlines = CellGrid()
         # The three titles: one item painted in one call, slid back inside the canvas
         # (not flipped to the left of their panel) when a narrow window cuts them.
@@ -85,21 +90,12 @@ class HierarchyView(FigureView):
         for item in (self.block_image, self.sm_image, self.cells, self.outlines,
                      self.titles):
             self.box.addItem(item)
-        self.box.setRange(xRange=(0, WIDTH), yRange=(-0.3, HEIGHT), padding=0.02)
-        self.box.scene().sigMouseClicked.connect(self._on_click)
-        canvas.setToolTip("Click a level box, the block, the SMs or the waves to select "
-                          "that level")
+        self.box.setRange(xRange=(0, WIDTH), yRange=(-2.0, HEIGHT), padding=0.02)
+        legend = Legend(self.box, anchor=(1, 1), columns=3)  # under the waves
+        legend.add_box("busy", theme.color("compute"))
+        legend.add_box("idle", idle)
+        legend.add_line("selected level", _selection_pen())
         self.add_plot(canvas, 1)
-        self._regions: list[tuple[QRectF, str]] = []
-
-    def _on_click(self, event: object) -> None:
-        if not self.box.sceneBoundingRect().contains(event.scenePos()):
-            return
-        point = self.box.mapSceneToView(event.scenePos())
-        for rect, level in self._regions:
-            if rect.contains(point):
-                self.model.set("level", level)
-                return
 
     def refresh(self) -> None:
         out = self.model.out
@@ -124,50 +120,35 @@ class HierarchyView(FigureView):
                                    autoLevels=False)
             self.sm_image.setRect(QRectF(RIGHT_X, PANEL_TOP, PANEL_WIDTH, sm_rows * sm_size))
 
-        # Level boxes (the selected one in the highlight colour) and one cell per wave,
-        # filled by the share of block slots it uses.
-        box_width = (WIDTH - BOX_GAP * (len(LEVELS) - 1)) / len(LEVELS)
+        # The level buttons show how many of the level's parts there are.
         counts = {
-            # Millions in short: "3,125,000 blocks" is wider than its box (projector).
-            "grid": (f"{out.blocks:,} blocks" if out.blocks < 1_000_000 else
-                     f"{out.blocks / 1e6:.3g} M blocks"),
+            "grid": f"{out.blocks:,} blocks",
             "block": f"{out.block_size:,} threads",
             "warp": f"{WARP_SIZE} threads",
             "thread": "1 element",
             "sm": f"{out.sms} SMs",
         }
+        if self.needs_update("counts", counts):
+            for key, label in LEVELS:
+                button = self.levels.buttons[key]
+                button.setText(f"{label}\n{counts[key]}")
+                button.setToolTip(f"{label}: {counts[key]}")
         wave_top = PANEL_TOP + sm_rows * sm_size + 3.0
         drawn = min(out.waves, MAX_WAVE_CELLS)
         wave_w = PANEL_WIDTH / max(drawn, 4)
         if self.needs_update("cells", (level, out, wave_top)):
-            rects, fills, texts = [], [], []
-            regions = []
-            for i, (key, label) in enumerate(LEVELS):
-                rect = (i * (box_width + BOX_GAP), 0, box_width, BOX_HEIGHT)
-                rects.append(rect)
-                fills.append(theme.color("highlight", 210) if key == level
-                             else theme.color("neutral", 90))
-                texts.append(f"{label}\n{counts[key]}")
-                regions.append((QRectF(*rect), key))
+            rects, fills = [], []
             busy, idle = theme.color("compute"), theme.color("idle")
             for i in range(drawn):
                 x = RIGHT_X + i * wave_w
                 share = out.last_wave_fill if i == drawn - 1 else 1.0
                 rects.append((x, wave_top, wave_w * 0.85 * share, 2.0))
                 fills.append(busy)
-                texts.append("")
                 if share < 1.0:
                     rects.append((x + wave_w * 0.85 * share, wave_top,
                                   wave_w * 0.85 * (1 - share), 2.0))
                     fills.append(idle)
-                    texts.append("")
-            self.cells.set_cells(np.array(rects), fills, texts=texts)
-            regions += [
-                (QRectF(0, PANEL_TOP, WARP_SIZE, out.warps_per_block), "block"),
-                (QRectF(RIGHT_X, PANEL_TOP, PANEL_WIDTH, sm_rows * sm_size), "sm"),
-                (QRectF(RIGHT_X, wave_top, PANEL_WIDTH, 2.0), "grid"),
-            ]
-            self._regions = regions
+            self.cells.set_cells(np.array(rects), fills)
 
             # Outline what the selected level is in the drawings.
             outline = {
@@ -178,7 +159,7 @@ class HierarchyView(FigureView):
                 "sm": [RIGHT_X - 0.2, PANEL_TOP - 0.2, sm_size + 0.2, sm_size + 0.2],
             }[level]
             self.outlines.set_cells(np.array([outline]), [None],
-                                    outlines=[theme.color("highlight")], outline_width=2.5)
+                                    outlines=[_selection_pen().color()], outline_width=2.5)
 
             # Short titles: each must fit over its own panel (32 of the 68 units across),
             # or the two run together on a narrow canvas in the projector theme.
@@ -206,3 +187,8 @@ class HierarchyView(FigureView):
             message = (f"Every SM gets at least one block in the last wave; "
                        f"{100 * out.tail_efficiency:.0f}% of all block slots are used.", False)
         self.message.show_message(*message)
+
+
+def _selection_pen() -> pg.QtGui.QPen:
+    """The selected level is outlined in the text colour: magenta means over a limit."""
+    return pg.mkPen(theme.color("text"), width=theme.line_width(2.5))

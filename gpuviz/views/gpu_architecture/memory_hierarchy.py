@@ -7,11 +7,10 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QColor
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, plot_widget
+from gpuviz.core.plots import CellGrid, Legend, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.models.gpu_architecture import (
@@ -24,23 +23,13 @@ from gpuviz.models.gpu_architecture import (
 
 # Fixed log10 axis range per quantity (bytes, bytes/s, ns), wide enough for every GPU and
 # for the value labels to the right of the bars.
-AXIS = {"size": (5.0, 13.0), "bandwidth": (10.0, 17.5), "latency": (0.0, 5.6)}
+AXIS = {"size": (5.0, 13.0), "bandwidth": (10.0, 16.0), "latency": (0.0, 5.6)}
 AXIS_TITLE = {"size": "Size (whole chip)", "bandwidth": "Bandwidth",
               "latency": "Latency of one access"}
 STATUS_TAG = {"published": "", "measured": "", "computed": "computed",
               "estimate": "est.", "none": ""}
 BAR_HEIGHT = 0.6
 MAX_ROWS = len(MEMORY_LEVELS)
-
-
-def _paler(role: str) -> QColor:
-    """The role's colour mixed 55:45 with the background, opaque (blending translucent
-    fills costs far more to paint)."""
-    color, back = theme.color(role), QColor(theme.current().background)
-    mix = 0.55
-    return QColor(*(round(mix * a + (1 - mix) * b) for a, b in
-                    ((color.red(), back.red()), (color.green(), back.green()),
-                     (color.blue(), back.blue()))))
 
 
 class MemoryHierarchyView(FigureView):
@@ -61,12 +50,17 @@ class MemoryHierarchyView(FigureView):
         self.bars = CellGrid()  # opaque, unantialiased rectangles: cheap to repaint
         self.bars.clicked.connect(self._on_bar)
         item.addItem(self.bars)
+        self.selection = CellGrid()  # the selected bar's frame, in the text colour
+        item.addItem(self.selection)
         # The value labels: one item painted in one call; one that would still run past
         # the right edge (a narrow window) is drawn over its bar instead.
         self.label_layer = TextLayer(QRectF(-1, -1, 20, MAX_ROWS + 2), keep_inside=True)
-        self.labels = [self.label_layer.add(anchor=(0, 0.5), bold=True)
+        self.labels = [self.label_layer.add(anchor=(0, 0.5), size=11, bold=True)
                        for _ in range(MAX_ROWS)]
         item.addItem(self.label_layer)
+        self.legend = Legend(item, anchor=(1, 1), columns=2)
+        self._links_in_legend: bool | None = None  # rows set in refresh
+        item.getViewBox().sigResized.connect(self._fit_rows)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         self.plot.setToolTip("Click a bar (or its row) to select that level")
         self.add_plot(self.plot, 1)
@@ -97,7 +91,7 @@ class MemoryHierarchyView(FigureView):
         item = self.plot.getPlotItem()
         low, high = AXIS[quantity]
         item.setXRange(low, high, padding=0)
-        item.setYRange(-0.6, len(rows) - 0.4, padding=0)
+        item.setYRange(-0.6, self.legend.end_with_room(-0.6, len(rows) - 0.4), padding=0)
         unit = "bandwidth" if quantity == "bandwidth" else quantity
         ticks = [(float(e), format_quantity(unit, 10.0 ** e)) for e in
                  range(math.ceil(low), math.floor(high) + 1)]
@@ -112,10 +106,15 @@ class MemoryHierarchyView(FigureView):
         selected = self.model.level
         rows = [level.key for level in out.levels]
         self._rows = rows
+        if self.model.show_links != self._links_in_legend:
+            self._links_in_legend = self.model.show_links
+            self._fill_legend()
+            self._axis_key = None  # the legend's height changed
         self._set_axes(quantity, rows)
         low = AXIS[quantity][0]
 
         rects, fills, outlines = [], [], []
+        frame = np.empty((0, 4))  # around the selected bar
         for i, level in enumerate(out.levels):
             number = level.number(quantity)
             label = self.labels[i]
@@ -127,24 +126,46 @@ class MemoryHierarchyView(FigureView):
                 if self.needs_update(i, (text, tag, low + width)):
                     label.setText(f"  {text}" + (f"  ({tag})" if tag else ""))
                     label.setPos(low + width, i)
-                # Computed and estimated values are paler than published or measured ones.
-                pale = number.status not in ("published", "measured")
+                # Computed and estimated values are hollow: an outline in the level's colour.
+                hollow = number.status not in ("published", "measured")
             else:
-                width, pale = 0.0, False
+                width, hollow = 0.0, False
                 why = ("links carry data between GPUs and store none"
                        if level.key in LINK_LEVELS and quantity == "size" else NO_MEASUREMENT)
                 if self.needs_update(i, (why, low)):
                     label.setText(f"  {why}")
                     label.setPos(low, i)
             rects.append((low, i - BAR_HEIGHT / 2, width, BAR_HEIGHT))
-            fills.append(_paler(level.kind) if pale else theme.color(level.kind))
-            outlines.append(theme.color("highlight") if level.key == selected else None)
+            fills.append(None if hollow else theme.color(level.kind))
+            outlines.append(theme.color(level.kind) if hollow else None)
+            if level.key == selected:
+                pad = 0.12
+                if width > 0:
+                    frame = np.array([(low - 0.02, i - BAR_HEIGHT / 2 - pad, width + 0.04,
+                                       BAR_HEIGHT + 2 * pad)])
         for i, label in enumerate(self.labels[len(out.levels):], start=len(out.levels)):
             label.setVisible(False)
             self.forget_shown(i)
         self.bars.set_cells(np.array(rects), fills, outlines=outlines, outline_width=2.5)
+        self.selection.set_cells(frame, [None] * len(frame),
+                                 outlines=[theme.color("text")] * len(frame), outline_width=2.0)
         self._set_sources()
         self._set_message()
+
+    def _fit_rows(self) -> None:
+        self._axis_key = None
+        self._set_axes(self.model.quantity, self._rows)
+
+    def _fill_legend(self) -> None:
+        self.legend.clear()
+        self.legend.add_box("on chip", theme.color("onchip"))
+        self.legend.add_box("off chip (HBM)", theme.color("memory"))
+        if self.model.show_links:
+            self.legend.add_box("link to other GPUs", theme.color("network"))
+        self.legend.add_box("computed or estimated", theme.color("background"),
+                            outline=theme.color("neutral"))
+        self.legend.add_box("selected", theme.color("background"),
+                            outline=theme.color("text"))
 
     def _set_sources(self) -> None:
         level = self.model.selected()

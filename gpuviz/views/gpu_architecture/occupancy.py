@@ -7,7 +7,14 @@ import pyqtgraph as pg
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, grid_rects, plot_widget, text_item
+from gpuviz.core.plots import (
+    CellGrid,
+    Legend,
+    diagram_widget,
+    grid_rects,
+    plot_widget,
+    text_item,
+)
 from gpuviz.data.hardware import gpu
 from gpuviz.models.gpu_architecture import RESOURCE_LABELS, RESOURCES
 
@@ -31,7 +38,7 @@ class OccupancyView(FigureView):
         self.bars = pg.BarGraphItem(x0=np.zeros(len(RESOURCES)), y=np.arange(len(RESOURCES)),
                                     width=np.ones(len(RESOURCES)), height=0.6)
         item.addItem(self.bars)
-        self.bar_labels = [text_item(anchor=(0, 0.5), bold=True) for _ in RESOURCES]
+        self.bar_labels = [text_item(anchor=(0, 0.5), size=12, bold=True) for _ in RESOURCES]
         for label in self.bar_labels:
             item.addItem(label)
         self.add_plot(self.bars_plot, 3)
@@ -43,6 +50,10 @@ class OccupancyView(FigureView):
         self.slots_box.addItem(self.slots_title)
         self.slots_title.setPos(0, 0.1)
         self.slots_box.setRange(xRange=(0, WARP_SLOT_COLUMNS), yRange=(-2.0, 2.3), padding=0.02)
+        legend = Legend(self.slots_box, anchor=(1, 0), columns=3)
+        legend.add_box("a block's warps", theme.color("compute"))
+        legend.add_box("the next block's", theme.color("compute_light"))
+        legend.add_box("idle slot", theme.color("idle"))
         self.add_plot(canvas, 1)
         # What was last drawn: unchanged bars or warp slots are not set again.
         self._bars_key: tuple = ()
@@ -67,14 +78,13 @@ class OccupancyView(FigureView):
         slots_key = (max_warps, out.active_warps, out.warps_per_block)
         if slots_key != self._slots_key:
             self._slots_key = slots_key
-            even, odd, idle = (compute, theme.color("compute_light"), theme.color("idle", 150))
+            even, odd, idle = (compute, theme.color("compute_light"), theme.color("idle"))
             per_block = out.warps_per_block
             fills = [(odd if per_block and (slot // per_block) % 2 else even)
                      if slot < out.active_warps else idle for slot in range(max_warps)]
             self.slots.set_cells(grid_rects(max_warps, WARP_SLOT_COLUMNS, y0=0.2), fills)
             self.slots_title.setText(
-                f"Warp slots of one SM: {out.active_warps} of {max_warps} in use\n"
-                f"blue: one shade per block · violet: idle")
+                f"Warp slots of one SM: {out.active_warps} of {max_warps} in use")
 
         if out.failure:
             self.message.show_message(f"The launch fails: {out.failure}. Not even one block "

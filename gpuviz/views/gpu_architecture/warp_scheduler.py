@@ -7,15 +7,11 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
+from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.widgets import TextPanel
 
 ROW_HEIGHT = 0.7
-
-
-def _swatch(role: str, alpha: int = 255) -> str:
-    color = theme.color(role, alpha)
-    return f"<span style='color:{color.name()}'>■</span>"
+READY_SHARE = 0.45  # of a row's height: "ready" bars are thinner than the others
 
 
 class WarpSchedulerView(FigureView):
@@ -26,7 +22,7 @@ class WarpSchedulerView(FigureView):
             self.controls.add(name)
 
         # A fixed-height panel: new text repaints it alone, without a relayout of the page.
-        self.formula = TextPanel(4.3, accessible_name="Formula panel")
+        self.formula = TextPanel(3.2, accessible_name="Formula panel")
         self.add_plot(self.formula, 0)
 
         self.plot = plot_widget("Time", x_unit="cycles")
@@ -38,11 +34,27 @@ class WarpSchedulerView(FigureView):
         self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         item.addItem(self.playhead)
         self.add_plot(self.plot, 1)
+        # The key sits in the bottom right corner, in room kept free under the scheduler
+        # row (see _fit_rows).
+        self.legend = Legend(item, anchor=(1, 1), columns=2)
+        self.legend.add_box("issuing", theme.color("compute"))
+        self.legend.add_box("waiting for memory", theme.color("memory"))
+        # Thinner bars, not only grey: their grey is as light as another role's.
+        self.legend.add_box("ready, waiting to issue", theme.color("neutral"),
+                            height=READY_SHARE)
+        self.legend.add_box("scheduler idle", theme.color("idle"))
+        item.getViewBox().sigResized.connect(self._fit_rows)
         self._axes_key: tuple | None = None
         self._segments_for = None
         self._cached: tuple = ()
         self._colours = [theme.color("compute"), theme.color("memory"),
                          theme.color("neutral"), theme.color("idle")]
+
+    def _fit_rows(self) -> None:
+        """The rows, with the legend's height free under them."""
+        rows = self.model.out.warps + 1.0
+        self.plot.getPlotItem().setYRange(-0.6, self.legend.end_with_room(-0.6, rows),
+                                          padding=0)
 
     def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every bar of the whole horizon, computed once per schedule: rectangles
@@ -75,7 +87,7 @@ class WarpSchedulerView(FigureView):
         x0, x1 = np.concatenate(x0), np.minimum(np.concatenate(x1), out.horizon)
         kinds = np.concatenate(kinds)
         keep = x1 > x0
-        heights = np.where(kinds[keep] == 2, ROW_HEIGHT * 0.45, ROW_HEIGHT)
+        heights = np.where(kinds[keep] == 2, ROW_HEIGHT * READY_SHARE, ROW_HEIGHT)
         geometry = np.column_stack([x0[keep], x1[keep], np.concatenate(rows)[keep], heights])
         self._segments_for, self._cached = out, (geometry, kinds[keep], None)
         return self._cached
@@ -94,7 +106,7 @@ class WarpSchedulerView(FigureView):
             sched_y = n + 0.4
             ticks = [(i, f"Warp {i + 1}") for i in range(n)] + [(sched_y, "Scheduler")]
             item.getAxis("left").setTicks([ticks])
-            item.setYRange(-0.6, sched_y + 0.6, padding=0)
+            self._fit_rows()
         if out.horizon != old_horizon:
             item.setXRange(0, out.horizon, padding=0.01)
 
@@ -121,10 +133,7 @@ class WarpSchedulerView(FigureView):
                          f"scheduler never waits: <b>0%</b>")
         self.formula.setText(
             f"<b>Warps needed</b> = 1 + ⌈L / c⌉ = 1 + ⌈{lat} / {c}⌉ = <b>{needed}</b>"
-            f"&nbsp;&nbsp;·&nbsp;&nbsp;{idle_text}<br>"
-            f"{_swatch('compute')}&nbsp;issuing &nbsp; {_swatch('memory')}&nbsp;waiting "
-            f"for memory &nbsp; {_swatch('neutral')}&nbsp;ready, waiting for the "
-            f"scheduler &nbsp; {_swatch('idle')}&nbsp;scheduler&nbsp;idle")
+            f"<br>{idle_text}")
 
         sim = 100 * out.idle_share_simulated
         if n >= needed:
@@ -132,6 +141,11 @@ class WarpSchedulerView(FigureView):
                 f"{n} warps keep the scheduler busy every cycle: while one warp waits "
                 f"{lat} cycles, the others fill them. (Simulated idle share: "
                 f"{sim:.1f}%.)", False)
+        elif needed > self.model.parameter("warps").maximum:
+            self.message.show_message(
+                f"The scheduler is idle {sim:.1f}% of the cycles even with {n} warps: "
+                f"hiding {lat} cycles would take {needed}, more than one scheduler holds "
+                f"here. Longer issue bursts (more work per load) hide it with fewer.", True)
         else:
             self.message.show_message(
                 f"The scheduler is idle {sim:.1f}% of the cycles (formula "

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, diagram_widget, text_item
+from gpuviz.core.plots import CellGrid, Legend, diagram_widget, opaque_blend, text_item, untouched
 from gpuviz.models.kernels import BANKS, TILE_ROWS, BankAccess
 
 ROWS = 33  # drawn word rows: a 32 x 33 tile fills 33 rows of 32 banks
@@ -15,7 +15,7 @@ LABEL_WIDTH = 3.0  # room for the word address at the left of a row
 BAR_TOP = ROWS + 1.5  # bars of distinct words per bank, under the grid
 BAR_HEIGHT = 9.0
 BAR_BASE = BAR_TOP + BAR_HEIGHT
-SCALES = (2, 4, 8, 16, 32)  # the bar scale moves in steps
+BAR_SCALE = BANKS  # one scale, 0 to 32 words, so a 2-way conflict looks smaller than 32
 CELL = 0.9  # drawn fraction of a cell
 
 
@@ -32,8 +32,8 @@ class BankConflictView(FigureView):
         # only picks which one shows.
         self.words = {width: CellGrid() for width in (BANKS, BANKS + 1)}
         self.read = CellGrid(font_size=7)
-        self.labels = CellGrid(font_size=7)
-        self.bars = CellGrid(font_size=8)
+        self.labels = CellGrid(font_size=7, fit_texts=False)  # addresses, no fill
+        self.bars = CellGrid()
         # The tile and the bank numbers change at most with the padding: keep them as
         # pixmaps, so a new access pattern repaints only the words read and the bars.
         for static in (*self.words.values(), self.labels):
@@ -56,13 +56,26 @@ class BankConflictView(FigureView):
                               text_color=theme.color("muted"))
         self.bank_title = text_item("bank →", role="muted", size=8, anchor=(1, 0.5))
         self.bank_title.setPos(-0.1, -0.6)
-        self.bar_title = text_item("", role="muted", size=9, anchor=(0, 0))
-        self.bar_title.setPos(0, BAR_BASE + 0.1)
-        for item in (self.bank_title, self.bar_title):
+        # The conflict's degree over the busiest bank's bar: the number the figure is about.
+        self.degree = text_item("", size=13, bold=True, anchor=(0, 0))
+        for item in (self.bank_title, self.degree):
             self.box.addItem(item)
-        self.box.setRange(xRange=(-LABEL_WIDTH, BANKS + 0.2), yRange=(-1.6, BAR_BASE + 1.8),
-                          padding=0.01)
+        self.key = Legend(self.box, anchor=(0, 0), columns=2, size=9,
+                          at=(-LABEL_WIDTH, BAR_BASE + 0.2))
+        self.key.add_box("word read (thread number)", theme.color("onchip"),
+                         outline=theme.color("text"))
+        self.key.add_box("padding word, never read", theme.color("neutral"), hatch=True)
+        self.key.add_box(f"distinct words per bank (0 to {BAR_SCALE})", theme.color("compute"))
+        self.key.add_box("the conflicting bank", theme.color("highlight"))
+        self.box.sigResized.connect(self._fit_rows)
+        self._fit_rows()
         self.add_plot(canvas)
+
+    def _fit_rows(self) -> None:
+        """Room under the bars for the key, whatever the canvas's height (on a resize)."""
+        bottom = self.key.end_with_room(-1.6, BAR_BASE + 0.2)
+        self.box.setRange(xRange=(-LABEL_WIDTH, BANKS + 0.2), yRange=(-1.6, bottom),
+                          padding=0.01)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -78,25 +91,26 @@ class BankConflictView(FigureView):
                                       np.full(words.size, CELL), np.full(words.size, CELL)])
         # A word several threads share is sent once to all of them (broadcast).
         texts = [str(t[0]) if len(t) == 1 else "all" for t in readers.values()]
-        self.read.set_cells(read_rects, [theme.color("highlight")] * words.size, texts=texts,
-                            text_color=theme.color("text"))
+        # Framed as well as yellow: the tile's greys are about as light as the yellow.
+        self.read.set_cells(read_rects, [theme.color("onchip")] * words.size,
+                            outlines=[theme.color("text")] * words.size, texts=texts,
+                            outline_width=1.0)
 
-        scale = next(s for s in SCALES if s >= out.degree)
-        heights = BAR_HEIGHT * out.distinct_per_bank / scale
+        heights = BAR_HEIGHT * out.distinct_per_bank / BAR_SCALE
         bar_rects = np.column_stack([np.arange(BANKS) + 0.1, BAR_BASE - heights,
                                      np.full(BANKS, CELL - 0.2), heights])
         hot = out.degree > 1
         bar_fills = [theme.color("highlight" if hot and d == out.degree else "compute")
                      for d in out.distinct_per_bank]
         busiest = int(np.argmax(out.distinct_per_bank))
-        label_rect = [[busiest - 1, BAR_BASE - heights[busiest] - 1.2, 2 + CELL, 1.1]]
         base_rect = [[0, BAR_BASE, BANKS - 0.1, 0.05]]
-        self.bars.set_cells(np.concatenate([bar_rects, label_rect, base_rect]),
-                            bar_fills + [None, theme.color("muted")],
-                            texts=[""] * BANKS + [str(out.degree), ""],
-                            text_color=theme.color("text"))
-        self.bar_title.setText(f"↑ distinct words per bank (scale 0 to {scale});  "
-                               "grey words: padding")
+        self.bars.set_cells(np.concatenate([bar_rects, base_rect]),
+                            bar_fills + [theme.color("muted")])
+        # Beside the busiest bank's bar, at the top of the bars' band: clear of the grid.
+        self.degree.setText(f"{out.degree}-way" if hot else str(out.degree))
+        right = busiest < BANKS - 6
+        self.degree.setAnchor((0, 0) if right else (1, 0))
+        self.degree.setPos(busiest + CELL if right else busiest, BAR_TOP)
 
         self._say(out, busiest)
 
@@ -107,11 +121,12 @@ class BankConflictView(FigureView):
         rects = np.column_stack([index % BANKS, index // BANKS,
                                  np.full(index.size, CELL), np.full(index.size, CELL)])
         tile_row, tile_col = np.divmod(index, width)
-        shades = (theme.color("compute", 90), theme.color("compute", 40))
-        padding = theme.color("neutral", 220)
+        # Tile rows alternate two faint greys (data at rest); padding is waste: hatched.
+        shades = (untouched(), opaque_blend("neutral", 110))
+        padding = theme.color("neutral")
         fills = [None if r >= TILE_ROWS else (padding if c >= BANKS else shades[r % 2])
                  for r, c in zip(tile_row.tolist(), tile_col.tolist(), strict=True)]
-        grid.set_cells(rects, fills)
+        grid.set_cells(rects, fills, hatch=[fill is padding for fill in fills])
 
     def _say(self, out: BankAccess, busiest: int) -> None:
         if out.degree > 1:

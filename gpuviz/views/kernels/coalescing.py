@@ -14,11 +14,13 @@ from gpuviz.core.model import format_value
 from gpuviz.core.plots import (
     AXIS_TITLE_POINTS,
     CellGrid,
+    Legend,
     brush,
     diagram_widget,
     pen,
     plot_widget,
     text_item,
+    untouched,
 )
 from gpuviz.models.kernels import (
     ELEMENT_BYTES,
@@ -66,16 +68,18 @@ class CoalescingView(FigureView):
         self.box.addItem(self.content)
         self.elements = CellGrid(font_size=7)
         self.sectors = CellGrid()
-        self.labels = CellGrid(font_size=7)
+        self.labels = CellGrid(font_size=7, fit_texts=False)  # addresses, no fill
         self.title = text_item(anchor=(0, 1), bold=True)
         self.title.setPos(0, -0.15)
-        self.key = text_item("solid: read by thread n    pale: fetched, unused\n"
-                             "magenta frame: one 32-byte sector fetched", role="muted",
-                             size=9, anchor=(0, 0))
-        self.more = text_item(role="highlight", size=9, anchor=(0, 0))
-        for item in (self.elements, self.sectors, self.labels, self.more, self.title,
-                     self.key):
+        self.more = text_item(role="muted", size=9, anchor=(0, 0))
+        for item in (self.elements, self.sectors, self.labels, self.more, self.title):
             item.setParentItem(self.content)
+        # The key under the rows (moved with them in refresh).
+        self.key = Legend(self.box, anchor=(0, 0), columns=3, size=9, at=(0.0, 0.0))
+        self.key.add_box("read by thread n", theme.color("memory"))
+        self.key.add_box("fetched, unused", theme.color("memory_light"), hatch=True)
+        self.key.add_box("one 32-byte sector", theme.color("background"),
+                         outline=theme.color("text"))
         self._range_rows = 0
 
         # Sectors per warp load for every stride, the current one marked.
@@ -86,15 +90,15 @@ class CoalescingView(FigureView):
         item.setXRange(0.5, STRIDE_MAX + 0.5, padding=0)
         item.setYRange(0, WARP_SIZE + 8, padding=0)  # room for the number over a bar
         self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=BAR_WIDTH,
-                                     brush=brush("memory_light", 170), pen=pen("memory_light", 1))
+                                     brush=brush("memory_light"), pen=pen("memory_light", 1))
         item.addItem(self.sweep)
         # The current stride's bar and its number: Qt's own items, which run no Python
         # when painted (pyqtgraph's bar graph and TextItem do).
         self.current = QGraphicsRectItem()
         self.current.setBrush(brush("memory"))
-        self.current.setPen(pen("highlight", 2))
+        self.current.setPen(pen("text", 2))
         item.addItem(self.current)
-        self.current_label = text_item(anchor=(0.5, 1), bold=True)
+        self.current_label = text_item(anchor=(0.5, 1), size=13, bold=True)
         item.addItem(self.current_label)
         self.add_plot(canvas, 3)
         self.add_plot(self.sweep_plot, 2)
@@ -153,12 +157,14 @@ class CoalescingView(FigureView):
             fetched[start:start + PER_SECTOR] = True
         thread_of = np.full(count, -1)
         thread_of[out.elements[drawn]] = np.arange(WARP_SIZE)[drawn]
-        solid, pale, idle = (theme.color("memory"), theme.color("memory_light", 150),
-                             theme.color("neutral", 45))
+        solid, pale, idle = theme.color("memory"), theme.color("memory_light"), untouched()
         fills = [solid if t >= 0 else (pale if f else idle)
                  for t, f in zip(thread_of, fetched, strict=True)]
         texts = [str(t) if t >= 0 else "" for t in thread_of]
-        self.elements.set_cells(rects, fills, texts=texts, text_color=theme.color("text"))
+        # Bytes fetched for nothing are waste: hatched, as idle hardware is.
+        self.elements.set_cells(rects, fills, texts=texts,
+                                hatch=[t < 0 and f for t, f in zip(thread_of, fetched,
+                                                                   strict=True)])
 
         sector_rects = np.empty((drawn_sectors.size, 4))
         start = drawn_sectors * PER_SECTOR
@@ -167,8 +173,8 @@ class CoalescingView(FigureView):
         sector_rects[:, 2] = PER_SECTOR - 0.1 + 0.16
         sector_rects[:, 3] = 0.9 + 0.16
         self.sectors.set_cells(sector_rects, [None] * drawn_sectors.size,
-                               outlines=[theme.color("highlight")] * drawn_sectors.size,
-                               outline_width=2.5)
+                               outlines=[theme.color("text")] * drawn_sectors.size,
+                               outline_width=1.5)
 
         if rows != self._rows:
             # The row addresses and the view range change only with the number of rows.
@@ -180,9 +186,9 @@ class CoalescingView(FigureView):
                                   texts=[f"{r * ROW * ELEMENT_BYTES} B" if r % every == 0
                                          else "" for r in range(rows)],
                                   text_color=theme.color("muted"))
-            self.key.setPos(0, rows + 0.3)
             self.more.setPos(0, rows + MORE_Y)
             self._fit_rows(rows)
+        self.key.set_at((0.0, rows + 0.3 + self.content.pos().y()))
         hidden = int(np.count_nonzero(~drawn))
         self.more.setText(
             f"Not drawn: {needed - rows} more rows (threads {WARP_SIZE - hidden}–"

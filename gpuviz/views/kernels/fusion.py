@@ -6,15 +6,15 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem
+from PySide6.QtWidgets import QGraphicsLineItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import (
+    CellGrid,
     Dots,
-    brush,
+    Legend,
     curve,
     opaque_blend,
     pen,
@@ -23,8 +23,6 @@ from gpuviz.core.plots import (
 )
 from gpuviz.models.kernels import FUSION_N_MAX, FUSION_N_MIN, US
 
-# Fixed log10 ranges: every setting of the figure fits, so the axes never move.
-TIME_RANGE_US = (0.1, 3e5)
 RIGHT_LABEL_FROM_N = 1e8  # beyond it the speed-up label goes left of the dots
 X_MARGIN = 0.15  # decades beyond the slider's ends, so the dots are never cut
 
@@ -37,27 +35,23 @@ class FusionView(FigureView):
         self.plot = plot_widget("Elements N", "Time (µs)", log_x=True, log_y=True)
         item = self.plot.getPlotItem()
         x_lo, x_hi = math.log10(FUSION_N_MIN), math.log10(FUSION_N_MAX)
-        y_lo, y_hi = (math.log10(v) for v in TIME_RANGE_US)
         item.setXRange(x_lo - X_MARGIN, x_hi + X_MARGIN, padding=0)
-        item.setYRange(y_lo, y_hi, padding=0)
         item.disableAutoRange()
-        for axis, low, high in (("bottom", x_lo, x_hi), ("left", y_lo, y_hi)):
+        for axis in ("bottom", "left"):
             # Without this pyqtgraph rescales a unitless axis that reaches 1e9 ("x1e+09").
             item.getAxis(axis).setSIPrefixEnableRanges(())
-            # Decades only: the automatic minor ticks of a log axis draw about a hundred
-            # translucent grid lines, which costs several ms per repaint.
-            decades = range(math.ceil(low), math.floor(high) + 1)
-            item.getAxis(axis).setTicks([[(d, _power_of_ten(d)) for d in decades], []])
-        self._y_top, self._y_bottom = y_hi, y_lo
+        # Decades only: the automatic minor ticks of a log axis draw about a hundred
+        # translucent grid lines, which costs several ms per repaint.
+        decades = range(math.ceil(x_lo), math.floor(x_hi) + 1)
+        item.getAxis("bottom").setTicks([[(d, _power_of_ten(d)) for d in decades], []])
+        self._y_range: tuple[int, int] | None = None  # whole decades around the curves
+        item.getViewBox().sigResized.connect(self._on_resize)
 
-        # Every item but the legend takes log10 positions and is painted by Qt alone
-        # (pyqtgraph's log-mode curves, scatter dots, InfiniteLine and TextItem run Python
-        # on every repaint). A plain rectangle: LinearRegionItem is interactive and costs
-        # more per update; opaque, as the translucent violet looks over the plain
-        # background (the grid is drawn above it either way), so it needs no blending.
-        self.region = QGraphicsRectItem()
-        self.region.setBrush(opaque_blend("idle", 60))
-        self.region.setPen(pg.mkPen(None))
+        # Every item takes log10 positions and is painted by Qt alone (pyqtgraph's log-mode
+        # curves, scatter dots, InfiniteLine and TextItem run Python on every repaint).
+        # The launch-bound region: a tint of the idle colour, hatched as idle cells are
+        # (the GPU waits for launches there), in one CellGrid cell.
+        self.region = CellGrid()
         self.region.setZValue(-10)
         item.addItem(self.region)
         self.region_label = text_item("launch-bound", role="idle", size=10, bold=True,
@@ -65,26 +59,64 @@ class FusionView(FigureView):
         item.addItem(self.region_label)
         self.memory_label = text_item("memory-bound", role="muted", size=10, bold=True,
                                      anchor=(1, 0))
-        self.memory_label.setPos(x_hi + X_MARGIN - 0.05, y_hi - 0.05)
         item.addItem(self.memory_label)
-        self.n_line = QGraphicsLineItem(0, y_lo, 0, y_hi)
+        self.n_line = QGraphicsLineItem()
         self.n_line.setPen(pen("neutral", 1.0, pg.QtCore.Qt.DashLine))
         item.addItem(self.n_line)
 
-        item.addLegend(offset=(-10, -10), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
-                       brush=brush("background", 200))
         # Curves of a handful of points (see `fusion()`), given in log10 coordinates.
-        self.unfused = curve(item, pen("memory", 2.5), name="Unfused chain (k kernels)")
-        self.fused = curve(item, pen("onchip", 2.5), name="Fused (1 kernel)")
+        self.unfused = curve(item, pen("memory", 2.5))
+        self.fused = curve(item, pen("onchip", 2.5))
+        self.legend = Legend(item, anchor=(1, 1))
+        self.legend.add_line("unfused chain (k kernels)", pen("memory", 2.5))
+        self.legend.add_line("fused (1 kernel)", pen("onchip", 2.5))
+        self.legend.add_box("launch-bound: the GPU waits for launches",
+                            opaque_blend("idle", 60), hatch=True)
         self.dots = Dots(item, 2, 10, [theme.color("memory"), theme.color("onchip")],
                          pen("text", 1))
-        self.speed_label = text_item(size=10, bold=True, anchor=(0, 0.5))
+        self.speed_label = text_item(size=13, bold=True, anchor=(0, 0.5))
         item.addItem(self.speed_label)
         for overlay in (self.dots, self.speed_label):
             overlay.setZValue(10)  # over the curves, as the scatter dots were
         self.add_plot(self.plot)
         self._region_right: float | None = None
+
+    def _refresh_region(self) -> None:
+        """The launch-bound band, from the left edge to where launches stop dominating."""
+        out = self.model.out
+        x_lo = math.log10(FUSION_N_MIN) - X_MARGIN
+        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
+        right = min(max(math.log10(out.boundary_n), x_lo), x_hi)
+        if right == self._region_right or self._y_range is None:
+            return
+        self._region_right = right
+        self.region.set_cells(
+            np.array([[x_lo, self._y_bottom, right - x_lo, self._y_top - self._y_bottom]]),
+            [opaque_blend("idle", 60)], hatch=[True], hatch_ink=theme.color("idle"))
+        self.region_label.setPos(x_lo + 0.05,
+                                 self._y_top - 0.05 * (self._y_top - self._y_bottom))
+        self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
+
+    def _on_resize(self) -> None:
+        self._set_time_axis()
+        self._refresh_region()
+
+    def _set_time_axis(self) -> None:
+        """The decades of the curves, with room under them for the legend (again on a
+        resize: the room is the legend's height in pixels)."""
+        if self._y_range is None:
+            return
+        low, high = self._y_range
+        item = self.plot.getPlotItem()
+        bottom = self.legend.end_with_room(high, low)  # past `low`, downwards
+        item.setYRange(bottom, high, padding=0)
+        decades = range(low, high + 1)
+        item.getAxis("left").setTicks([[(d, _power_of_ten(d)) for d in decades], []])
+        self._y_top, self._y_bottom = high, bottom
+        self.n_line.setLine(0, bottom, 0, high)
+        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
+        self.memory_label.setPos(x_hi - 0.05, high - 0.05 * (high - bottom))
+        self._region_right = None
 
     def refresh(self) -> None:
         out = self.model.out
@@ -99,15 +131,17 @@ class FusionView(FigureView):
         log_fused = math.log10(out.fused_s / US)
         self.dots.set_points([log_n, log_n], [log_unfused, log_fused])
 
-        x_lo = math.log10(FUSION_N_MIN) - X_MARGIN
-        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
-        right = min(max(math.log10(out.boundary_n), x_lo), x_hi)
-        if right != self._region_right:
-            self._region_right = right
-            self.region.setRect(QRectF(x_lo, self._y_bottom, right - x_lo,
-                                       self._y_top - self._y_bottom))
-            self.region_label.setPos(x_lo + 0.05, self._y_top - 0.05)
-            self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
+        # The time axis: whole decades around both curves; it moves only when a curve
+        # crosses a decade.
+        times = np.log10(np.concatenate([out.unfused_curve_s, out.fused_curve_s]) / US)
+        y_range = (math.floor(float(times.min())), math.ceil(float(times.max())))
+        resized = self._y_range is None
+        if y_range != self._y_range:
+            self._y_range = y_range
+            self._set_time_axis()
+        if resized:
+            self._region_right = None
+        self._refresh_region()
         self.n_line.setPos(log_n, 0)
         # The speed-up sits between the two dots, beside the N line.
         middle = 0.5 * (log_unfused + log_fused)

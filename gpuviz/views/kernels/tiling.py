@@ -12,7 +12,15 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QPushButton
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item
+from gpuviz.core.plots import (
+    CellGrid,
+    Legend,
+    diagram_widget,
+    pen,
+    plot_widget,
+    text_item,
+    untouched,
+)
 from gpuviz.core.text import TEXT_MARGIN
 from gpuviz.models.kernels import KB, TiledMatmul
 
@@ -80,11 +88,15 @@ class TiledMatmulView(FigureView):
         self.title_a.setPos(origin_a[0], origin_a[1] - TITLE_Y)
         self.title_c = text_item("", bold=True, anchor=(0, 1))
         self.title_c.setPos(origin_c[0], origin_c[1] - TITLE_Y)
-        self.legend = text_item("magenta: in shared memory\nyellow: C on chip\n"
-                                "blue: C written", role="muted", size=8, anchor=(0, 0))
-        self.legend.setPos(0.0, 0.0)
-        for item in (self.title_a, self.title_b, self.title_c, self.legend):
+        for item in (self.title_a, self.title_b, self.title_c):
             self.box.addItem(item)
+        # The key, in the empty corner left of B and above A.
+        self.legend = Legend(self.box, anchor=(0, 0), size=8, at=(0.0, 0.0))
+        self.legend.add_box("read from HBM (count)", theme.color("memory"))
+        self.legend.add_box("not read yet", untouched())
+        self.legend.add_box("tiles on chip now", theme.color("background"),
+                            outline=theme.color("onchip"))
+        self.legend.add_box("C tile written", theme.color("compute"))
         self.box.setRange(xRange=X_RANGE, yRange=(-TOP_ROOM, Y_BOTTOM), padding=0)
         # The texts have a fixed pixel size and the matrices follow the window: fit them
         # to each other when the diagram is resized (never on a refresh).
@@ -146,13 +158,13 @@ class TiledMatmulView(FigureView):
         (left, right), (upper, _) = self.box.viewRange()
         scale = width / (right - left)  # the scale pyqtgraph chose
         self._fit_titles(scale, right, upper)
-        # The legend: at x = 0 if it fits left of B, else as far left as needed.
+        # The key shrinks where the corner beside B is too narrow or short for it.
         legend = self.legend.boundingRect()
-        box_w, box_h = legend.width() + 2 * TEXT_MARGIN, legend.height() + 2 * TEXT_MARGIN
-        limit = self.origins["b"][0] - max(0.3, 6 / scale)  # its right side stays left of B
-        fit = min(1.0, (limit - left) * scale / box_w, SIDE * scale / box_h)
-        self.legend.set_scale(fit)
-        self.legend.setPos(max(left, min(0.0, limit - fit * box_w / scale)), 0.0)
+        room_x = self.origins["b"][0] * scale - 8  # from x = 0 to B
+        room_y = (self.origins["a"][1] * scale  # from y = 0 down to A's title
+                  - self.title_a.boundingRect().height() * self.title_a.scale() - 12)
+        self.legend.setScale(max(0.3, min(1.0, room_x / max(legend.width(), 1.0),
+                                          room_y / max(legend.height(), 1.0))))
 
     def _fit_titles(self, scale: float, right: float, upper: float) -> None:
         """One scale for the three titles (1 where there is room): each stays inside the
@@ -209,7 +221,7 @@ class TiledMatmulView(FigureView):
 
     def _draw_matrices(self, out: TiledMatmul) -> None:
         n, m = out.n, out.tiles
-        muted = theme.color("neutral", 60)
+        muted = untouched()
         # Stronger orange the more often an element was read; grey while never read.
         shades = [muted] + [theme.color("memory", 70 + int(150 * r / m))
                             for r in range(1, m + 1)]
@@ -226,7 +238,7 @@ class TiledMatmulView(FigureView):
         if out.current_c is not None:
             c_tiles[out.current_c] = 2
         c_cells = np.kron(c_tiles, np.ones((out.t, out.t), dtype=int)).ravel()
-        c_colors = (muted, theme.color("compute", 170), theme.color("onchip", 220))
+        c_colors = (muted, theme.color("compute"), theme.color("onchip"))
         fills.extend(c_colors[v] for v in c_cells)
         texts.extend([""] * c_cells.size)
         all_rects = np.concatenate(rects)
@@ -235,7 +247,7 @@ class TiledMatmulView(FigureView):
         all_rects[:, 2:] -= 2 * inset
         shown, hidden = ((self.small_cells, self.cells) if n >= SMALL_FONT_FROM_N
                          else (self.cells, self.small_cells))
-        shown.set_cells(all_rects, fills, texts=texts, text_color=theme.color("text"))
+        shown.set_cells(all_rects, fills, texts=texts)
         hidden.set_cells(np.empty((0, 4)), [])
 
         tile_rects = np.concatenate([_square_rects(*self.origins[k], m) for k in "abc"])
@@ -253,7 +265,7 @@ class TiledMatmulView(FigureView):
             loaded = np.array([[ax + k * size, ay + i * size, size, size],
                                [bx + j * size, by + k * size, size, size],
                                [cx + j * size, cy + i * size, size, size]])
-            colors = [theme.color("highlight")] * 2 + [theme.color("onchip")]
+            colors = [theme.color("onchip")] * 3  # A and B in shared memory, C in registers
         else:
             loaded, colors = np.empty((0, 4)), []
         self.loaded.set_cells(loaded, [None] * len(colors), outlines=colors, outline_width=3.5)
@@ -306,3 +318,4 @@ class TiledMatmulView(FigureView):
                 f"Each element of A and B leaves HBM N/T = {m} times over the whole kernel; "
                 f"{format_value(need_kb, 'KB')} of shared memory for T = {tile} fits the "
                 "default limit.")
+

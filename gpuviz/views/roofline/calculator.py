@@ -89,7 +89,7 @@ class CalculatorView(FigureView):
             suffix = "  ← the bound" if i == bound_index else ""
             label.setText(" " + time_text(times[i]) + suffix)
             label.setPos(float(rects[i, 2]), float(i))
-            label.setColor(theme.color("highlight" if i == bound_index else "text"))
+            label.setColor(theme.text_color("highlight" if i == bound_index else "text"))
 
         gains = np.array([w.speedup for w in out.what_ifs])
         top_gain = max(SPEEDUP_MIN_AXIS, nice_ceiling(gains.max() * 1.3, FINE_STEPS))

@@ -8,8 +8,8 @@ from PySide6.QtCore import QRectF
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.plots import CellGrid, plot_widget
-from gpuviz.core.text import TextLayer, rich_text
+from gpuviz.core.plots import CellGrid, Legend, plot_widget
+from gpuviz.core.text import TextLayer
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS, time_text
 
 BAR_HEIGHT = 0.7
@@ -40,13 +40,10 @@ class LayerOpsView(FigureView):
         self.time_labels = [self.label_layer.add(size=10, bold=True, anchor=(0, 0.5))
                             for _ in LAYER_OPS]
         item.addItem(self.label_layer)
-        # Two colours in one label: rich text, set once here.
-        self.legend = rich_text(
-            f"<span style='color:{theme.color('compute').name()}'>■ compute-bound</span>"
-            f"&nbsp;&nbsp;<span style='color:{theme.color('memory').name()}'>"
-            f"■ memory-bound</span>", size=9, anchor=(1, 0))
-        item.addItem(self.legend)
-        self._legend_pos: tuple[float, float] | None = None
+        # The key in the bottom right corner, where the shortest bars leave room.
+        self.legend = Legend(item, anchor=(1, 1), columns=2)
+        self.legend.add_box("compute-bound", theme.color("compute"))
+        self.legend.add_box("memory-bound", theme.color("memory"))
         self._ticks: tuple[str, ...] = ()
         self._x_max = 0.0
         self.add_plot(self.plot)
@@ -74,18 +71,15 @@ class LayerOpsView(FigureView):
         rects = np.column_stack([np.zeros(n), np.arange(n) - BAR_HEIGHT / 2,
                                  np.maximum(times, x_max * 1e-3), np.full(n, BAR_HEIGHT)])
         fills = [theme.color("compute" if t.bound == COMPUTE else "memory") for t in out.times]
-        outlines = [theme.color("highlight") if i == out.selected else None for i in range(n)]
+        # The selected kernel is framed in the text colour (magenta means a limit).
+        outlines = [theme.color("text") if i == out.selected else None for i in range(n)]
         self.bars.set_cells(rects, fills, outlines, outline_width=3.0)
         for i, label in enumerate(self.time_labels):
             if i < n:
                 label.setText(" " + time_text(times[i]))
                 label.setPos(float(rects[i, 2]), float(i))
-                label.setColor(theme.color("highlight" if i == out.selected else "text"))
+                label.setColor(theme.color("text" if i == out.selected else "muted"))
             else:
                 label.setText("")
-        # The legend's text never changes: set in build, moved only when the axis is.
-        if (x_max, n) != self._legend_pos:
-            self._legend_pos = (x_max, n)
-            self.legend.setPos(x_max, n - 0.4 - 0.05 * n)
         text, warn = self.model.message()
         self.message.show_message(text, warn)

@@ -206,8 +206,8 @@ class MatmulBatchView(FigureView):
         for r in (*out.table, out.row):
             current = r is out.row
             # The fixed row of the current batch lights up with the "now" row.
-            color = theme.color("highlight" if current or r.batch == out.row.batch
-                                else "text")
+            color = theme.text_color("highlight" if current or r.batch == out.row.batch
+                                     else "text")
             values = [f"{r.batch:,}" + (" now" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
                       f"{r.intensity:,.1f}", time_text(r.time.time),

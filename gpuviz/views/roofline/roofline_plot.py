@@ -120,8 +120,9 @@ class RooflineView(FigureView):
 
         self._brushes = {True: pg.mkBrush(theme.color("compute")),
                          False: pg.mkBrush(theme.color("memory"))}
-        self._pens = {selected: pg.mkPen(theme.color("highlight" if selected else "text"),
-                                         width=theme.line_width(2.0 if selected else 1.0))
+        # The selected operation is ringed in the text colour (magenta means a limit).
+        self._pens = {selected: pg.mkPen(theme.color("text"),
+                                         width=theme.line_width(2.5 if selected else 1.0))
                       for selected in (True, False)}
         self.points = DraggablePoints()
         self.points.setZValue(10)
@@ -229,5 +230,5 @@ class RooflineView(FigureView):
             first = LABEL_ANCHORS.get(op.key, AROUND[0])
             self.labels.set_candidates(label, [(x, y, *first)] + [
                 (x, y, *anchor) for anchor in AROUND if anchor != first])
-            label.setColor(theme.color("highlight" if i == out.selected else "text"))
+            label.setColor(theme.color("text" if i == out.selected else "muted"))
         self._dots = np.column_stack([log_x, log_y])
