@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from gpuviz import theme
 from gpuviz.core.model import AnimatedModel, FigureModel
+from gpuviz.core.plots import apply_look, drawn_texts
 from gpuviz.core.widgets import (
     CONTROL_COLUMN_WIDTH,
     ControlPanel,
@@ -63,9 +64,8 @@ class FigureView(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        # Room for the scroll bar too, so it never covers the right-aligned values.
-        scroll_bar = scroll.style().pixelMetric(QStyle.PM_ScrollBarExtent)
-        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.ui_scale()) + scroll_bar)
+        self._column = scroll
+        self._fit_column()
 
         self.plot_area = QVBoxLayout()
         self.plot_area.setContentsMargins(0, 0, 0, 0)
@@ -82,10 +82,37 @@ class FigureView(QWidget):
         # changes them again and paints the whole plot a second time; applying it right
         # after refresh() makes one paint do (see _refresh_now).
         self._scenes = [view.scene() for view in self.findChildren(QGraphicsView)]
+        self._factors = (theme.font_factor(), theme.line_factor())
         model.changed.connect(self.schedule_refresh)
+        theme.look.changed.connect(self.apply_look)
         self._refresh_now()
 
     step_label = "Step"
+
+    def _fit_column(self) -> None:
+        # Room for the scroll bar too, so it never covers the right-aligned values.
+        scroll_bar = self._column.style().pixelMetric(QStyle.PM_ScrollBarExtent)
+        self._column.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.ui_scale()) + scroll_bar)
+
+    def apply_look(self) -> None:
+        """The look changed (theme, text size, or the window a growing look scales with):
+        rescale, in place, what build() drew (fonts, pens, markers: see plots.apply_look)
+        and the control column, then refresh everything, so that sizes a refresh derives
+        from fonts are measured again. Qt's font change re-measures the widgets."""
+        factors = (theme.font_factor(), theme.line_factor())
+        if factors != self._factors:
+            font_ratio = factors[0] / self._factors[0]
+            line_ratio = factors[1] / self._factors[1]
+            self._factors = factors
+            apply_look(self._scenes, font_ratio, line_ratio)
+        self._fit_column()
+        self._shown.clear()
+        self.schedule_refresh()
+
+    def text_items(self) -> list[tuple[str, float]]:
+        """Every text drawn in this figure's plots, with its font's pixel size: labels,
+        layers, cell texts, tick labels and axis titles (for tests of legibility)."""
+        return drawn_texts(self._scenes)
 
     def add_plot(self, widget: QWidget, stretch: int = 1) -> QWidget:
         self.plot_area.addWidget(widget, stretch)
@@ -138,7 +165,9 @@ class FigurePage(QWidget):
         self.model = model
         self.view = view
         title = QLabel(f"<b>Figure {spec.number}</b>&nbsp;&nbsp;{spec.title}")
+        self.title = title
         title.setFont(theme.font(14))
+        theme.look.changed.connect(self._apply_look)
         title.setAccessibleName(f"Figure {spec.number}: {spec.title}")
         self.caption = QLabel(spec.caption)
         self.caption.setWordWrap(True)
@@ -166,4 +195,14 @@ class FigurePage(QWidget):
         layout.addLayout(header)
         layout.addWidget(self.caption)
         layout.addWidget(view, 1)
+
+    def _apply_look(self) -> None:
+        self.title.setFont(theme.font(14))
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        # A look that grows scales everything drawn with the window that shows the figure
+        # (the screen, in lecture mode); the theme does nothing when the scale is unchanged.
+        size = self.window().size()
+        theme.fit_to(size.width(), size.height())
 

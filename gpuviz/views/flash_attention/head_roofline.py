@@ -40,7 +40,7 @@ class HeadRooflineView(FigureView):
         item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
         item.setXRange(math.log10(ROOFLINE_N_MIN), math.log10(ROOFLINE_N_MAX), padding=0.02)
         item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{10 * theme.current().font_scale:.0f}pt",
+                       labelTextSize=f"{10 * theme.font_factor():.1f}pt",
                        brush=pg.mkBrush(theme.color("panel", 200)))
         # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
         # and a Qt line for the marker: none of them runs Python when the view changes.

@@ -72,7 +72,7 @@ class FusionView(FigureView):
         item.addItem(self.n_line)
 
         item.addLegend(offset=(-10, -10), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
+                       labelTextSize=f"{9 * theme.font_factor():.1f}pt",
                        brush=brush("background", 200))
         # Curves of a handful of points (see `fusion()`), given in log10 coordinates.
         self.unfused = curve(item, pen("memory", 2.5), name="Unfused chain (k kernels)")
