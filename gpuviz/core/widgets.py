@@ -76,6 +76,19 @@ class _Refit(QObject):
         return False
 
 
+class Combo(QComboBox):
+    """A QComboBox that measures itself again when its font changes: Qt forgets the size
+    hint then but keeps the minimum size hint of the old font, so a combo box would stay
+    as tall as in a larger look it left."""
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:
+            style_change = QEvent(QEvent.StyleChange)  # clears both cached hints
+            QComboBox.changeEvent(self, style_change)
+            self.updateGeometry()
+
+
 def _tooltip(param: Parameter) -> str:
     parts = [param.help] if param.help else []
     parts.append(param.allowed().capitalize())
@@ -170,7 +183,7 @@ class ChoiceBox(BoundControl):
 
     def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
         super().__init__(model, name, parent)
-        self.combo = QComboBox()
+        self.combo = Combo()
         self.combo.setAccessibleName(self.param.label)
         self.combo.setToolTip(self.toolTip())
         for value, label in self.param.choices:
@@ -349,7 +362,7 @@ class TimeControls(QWidget):
         self.rewind = QPushButton("Rewind")
         self.rewind.setToolTip("Back to the start, keeping the settings")
         self.rewind.clicked.connect(model.rewind)
-        self.speed = QComboBox()
+        self.speed = Combo()
         self.speed.setToolTip("Animation speed")
         self.speed.setAccessibleName("Speed")
         for factor in self.SPEEDS:
@@ -514,8 +527,9 @@ class TextPanel(QFrame):
         """The document's font and the panel's height follow the widget's font."""
         self._document.setDefaultFont(self.font())
         line = self.fontMetrics().lineSpacing()
-        self.setFixedHeight(int(line * self._lines + 2 * self._margin + 2 * self.frameWidth()
-                                + 2))
+        self._least_height = int(line * self._lines + 2 * self._margin + 2 * self.frameWidth()
+                                 + 2)
+        self.setFixedHeight(self._least_height)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802
         super().changeEvent(event)
@@ -575,12 +589,13 @@ class MessageLabel(TextPanel):
         """Width (when given), least height and bold follow the widget's font."""
         super()._fit_font()
         if self._width is not None:
-            self.setFixedWidth(self._width() if callable(self._width) else self._width)
+            width = self._width() if callable(self._width) else self._width
+            self.setFixedWidth(width)
+            self._document.setTextWidth(width - 2 * self.frameWidth())
         font = QFont(self.font())
         font.setBold(self._warn)
         self._document.setDefaultFont(font)
-        self._least_height = self.height()
-        self._fit_height(grow_only=True)
+        self._fit_height(grow_only=False)
 
     def show_message(self, text: str, warn: bool = False) -> None:
         """Cheap to call on every refresh: does nothing when text and warn are unchanged."""
@@ -609,7 +624,8 @@ class MessageLabel(TextPanel):
 
     def _fit_height(self, grow_only: bool) -> None:
         needed = max(self._least_height, math.ceil(self._document.size().height()) + 2)
-        if needed > self.height() or (needed < self.height() and not grow_only):
+        # maximumHeight: the fixed height, set already while height() waits for the layout
+        if needed > self.maximumHeight() or (needed < self.maximumHeight() and not grow_only):
             self.setFixedHeight(needed)
 
 
