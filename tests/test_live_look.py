@@ -215,3 +215,18 @@ def test_the_window_switches_looks_live(start, window, qtbot):
     assert live == direct[start, FIGURES[-1]], ("Esc", win.size(), differences(
         live[0], direct[start, FIGURES[-1]][0]))
     win.clock.stop()
+
+
+def test_the_window_follows_the_system_look(window, qtbot, qapp, monkeypatch):
+    """With the theme preference "system", the desktop switching to light is followed
+    live, with the same checks."""
+    win = window("dark")
+    win.apply_theme("system", remember=False)
+    shown_page(win, "2.2")
+    monkeypatch.setattr(theme, "resolve", lambda name, app=None: (
+        "light" if name == "system" else name))
+    qapp.styleHints().colorSchemeChanged.emit(Qt.ColorScheme.Light)
+    settle()
+    assert theme.current().name == "light"
+    assert not label_problems(win.pages["2.2"], tables=False)
+    win.clock.stop()
