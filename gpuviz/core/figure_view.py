@@ -83,6 +83,7 @@ class FigureView(QWidget):
         # after refresh() makes one paint do (see _refresh_now).
         self._scenes = [view.scene() for view in self.findChildren(QGraphicsView)]
         self._factors = (theme.font_factor(), theme.line_factor())
+        self._look_stale = False
         model.changed.connect(self.schedule_refresh)
         theme.look.changed.connect(self.apply_look)
         self._refresh_now()
@@ -99,6 +100,10 @@ class FigureView(QWidget):
         rescale, in place, what build() drew (fonts, pens, markers: see plots.apply_look)
         and the control column, then refresh everything, so that sizes a refresh derives
         from fonts are measured again. Qt's font change re-measures the widgets."""
+        if not self.isVisible():
+            self._look_stale = True  # a hidden page (another figure) catches up when shown
+            return
+        self._look_stale = False
         factors = (theme.font_factor(), theme.line_factor())
         if factors != self._factors:
             font_ratio = factors[0] / self._factors[0]
@@ -108,6 +113,11 @@ class FigureView(QWidget):
         self._fit_column()
         self._shown.clear()
         self.schedule_refresh()
+
+    def showEvent(self, event: object) -> None:  # noqa: N802
+        super().showEvent(event)
+        if self._look_stale:
+            self.apply_look()
 
     def text_items(self) -> list[tuple[str, float]]:
         """Every text drawn in this figure's plots, with its font's pixel size: labels,
@@ -121,7 +131,8 @@ class FigureView(QWidget):
     def schedule_refresh(self) -> None:
         if not self._refresh_pending:
             self._refresh_pending = True
-            QTimer.singleShot(0, self._refresh_now)
+            # With the view as context: a view deleted meanwhile is not refreshed.
+            QTimer.singleShot(0, self, self._refresh_now)
 
     def _refresh_now(self) -> None:
         self._refresh_pending = False
