@@ -212,8 +212,7 @@ class FigurePage(QWidget):
 
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
-        # A look that grows scales everything drawn with the window that shows the figure
-        # (the screen, in lecture mode); the theme does nothing when the scale is unchanged.
-        size = self.window().size()
-        theme.fit_to(size.width(), size.height())
+        # A look that grows scales everything drawn with the page (the whole screen, in
+        # lecture mode); the theme does nothing when the scale is unchanged.
+        theme.fit_to(self.width(), self.height())
 

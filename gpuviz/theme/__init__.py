@@ -27,7 +27,7 @@ class Theme:
     roles: dict[str, str]
     line_scale: float = 1.0
     font_scale: float = 1.0
-    # Drawn text and lines grow with the window from the design size (see fit_to).
+    # Drawn text and lines grow with the figure page from the design size (see fit_to).
     grows: bool = False
     series: tuple[str, ...] = field(default=OKABE_ITO)
 
@@ -102,19 +102,20 @@ THEMES = {t.name: t for t in (DARK, LIGHT, PROJECTOR)}
 _current = DARK
 _text_scale = 1.0
 
-# The window size the figures are designed for; a look that `grows` scales everything drawn
-# by how much larger the window is (the smaller of the two ratios, so it still fits).
+# The page size the figures are designed for (a 1280x800 screen in lecture mode); a look
+# that `grows` scales everything drawn by how much larger the figure's page is (the smaller
+# of the two ratios, so it still fits).
 DESIGN_SIZE = (1280, 800)
 MAX_SCREEN_SCALE = 3.0
 # In a look that grows, no drawn text is smaller than this (points before the scales): at
 # 1920x1080 it is 20 px.
 MIN_GROWING_POINTS = 7.5
 _screen_scale = 1.0
-_window_size: tuple[int, int] | None = None
+_page_size: tuple[int, int] | None = None
 
 
 class LookSignals(QObject):
-    """`changed` is emitted after the look changed (theme, text size, or the window-size
+    """`changed` is emitted after the look changed (theme, text size, or the page-size
     scale of a look that grows): shared widgets and FigureView re-measure and rescale what
     they drew, in place."""
 
@@ -146,7 +147,7 @@ def ui_scale() -> float:
 
 
 def screen_scale() -> float:
-    """How much the look has grown with the window (1 unless the look `grows`)."""
+    """How much the look has grown with the figure page (1 unless the look `grows`)."""
     return _screen_scale
 
 
@@ -186,13 +187,13 @@ def _scale_for(size: tuple[int, int] | None) -> float:
 
 
 def fit_to(width: int, height: int) -> bool:
-    """Tell the theme the size of the window that shows the figures (FigurePage does, on
+    """Tell the theme the size of the page that shows a figure (FigurePage does, on
     resize). In a look that grows, text and lines scale with it from DESIGN_SIZE up; when
     the scale changes, the application font follows and `look.changed` is emitted.
     Returns whether the scale changed."""
-    global _window_size, _screen_scale
-    _window_size = (int(width), int(height))
-    scale = _scale_for(_window_size)
+    global _page_size, _screen_scale
+    _page_size = (int(width), int(height))
+    scale = _scale_for(_page_size)
     if scale == _screen_scale:
         return False
     _screen_scale = scale
@@ -216,7 +217,7 @@ def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -
     global _current, _text_scale, _screen_scale
     _current = THEMES.get(name, DARK)
     _text_scale = text_scale
-    _screen_scale = _scale_for(_window_size)
+    _screen_scale = _scale_for(_page_size)
     app = app or QApplication.instance()
     if app is not None:
         palette = QPalette()
