@@ -576,10 +576,19 @@ class Curve(QGraphicsPathItem):
 
     def __init__(self, qpen: QPen, name: str | None = None) -> None:
         super().__init__()
-        self.setPen(qpen)
         self.opts = {"pen": qpen, "name": name, "antialias": False, "symbol": None}
         self._xy: tuple[np.ndarray, np.ndarray] | None = None
         self._data_bounds = QRectF()
+        self._pad = 0.0
+        self.setPen(qpen)
+
+    def setPen(self, qpen: QPen) -> None:  # noqa: N802 - Qt naming
+        """The pen, the legend's sample of it, and the room it needs."""
+        if qpen == self.pen() and self.opts["pen"] is qpen:
+            return
+        self.prepareGeometryChange()
+        super().setPen(qpen)
+        self.opts["pen"] = qpen
         # Room for the pen on every side, in pixels (Qt adds 2 more to repainted areas).
         self._pad = max(0.0, qpen.widthF() / 2 - 1.5)
 
