@@ -116,3 +116,14 @@ def test_the_scale_follows_the_window_in_steps(qapp):
     finally:
         theme.apply("dark", qapp)
         theme.fit_to(1280, 800)
+
+
+def test_a_dragged_edge_rescales_once_the_size_rests(build, qtbot):
+    page = build(catalog.figure("1.3"), "projector", (1280, 800))
+    page.resize(1380, 870)  # a small step (1.05): not at once, after the drag
+    drive.settle()
+    assert theme.screen_scale() == 1.0
+    qtbot.waitUntil(lambda: theme.screen_scale() == pytest.approx(1.05), timeout=2000)
+    page.resize(1920, 1080)  # a large step: at once
+    drive.settle()
+    assert theme.screen_scale() == pytest.approx(1.35)

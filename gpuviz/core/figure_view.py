@@ -179,6 +179,11 @@ class FigurePage(QWidget):
         self.title = title
         title.setFont(theme.font(14))
         theme.look.changed.connect(self._apply_look)
+        self._fitted = False
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(self.FIT_DELAY_MS)
+        self._fit_timer.timeout.connect(self._fit)
         title.setAccessibleName(f"Figure {spec.number}: {spec.title}")
         self.caption = QLabel(spec.caption)
         self.caption.setWordWrap(True)
@@ -210,9 +215,24 @@ class FigurePage(QWidget):
     def _apply_look(self) -> None:
         self.title.setFont(theme.font(14))
 
+    # A scale step this large (full screen on or off, a new screen) is taken at once;
+    # smaller ones (a window edge dragged) once the size has rested for FIT_DELAY_MS:
+    # rescaling lays out and redraws the whole figure (tens of ms).
+    FIT_AT_ONCE = 0.2
+    FIT_DELAY_MS = 150
+
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
         # A look that grows scales everything drawn with the page (the whole screen, in
         # lecture mode); the theme does nothing when the scale is unchanged.
+        step = abs(theme.scale_for(self.width(), self.height()) - theme.screen_scale())
+        if step >= self.FIT_AT_ONCE or not self._fitted:
+            self._fitted = True
+            self._fit_timer.stop()
+            self._fit()
+        else:
+            self._fit_timer.start()
+
+    def _fit(self) -> None:
         theme.fit_to(self.width(), self.height())
 

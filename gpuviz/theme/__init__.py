@@ -186,6 +186,11 @@ def _scale_for(size: tuple[int, int] | None) -> float:
     return max(1.0, min(MAX_SCREEN_SCALE, math.floor(ratio * 20 + 1e-9) / 20))
 
 
+def scale_for(width: int, height: int) -> float:
+    """The scale `fit_to(width, height)` would set in the current look."""
+    return _scale_for((int(width), int(height)))
+
+
 def fit_to(width: int, height: int) -> bool:
     """Tell the theme the size of the page that shows a figure (FigurePage does, on
     resize). In a look that grows, text and lines scale with it from DESIGN_SIZE up; when
