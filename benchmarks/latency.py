@@ -1,10 +1,12 @@
 """Update + repaint latency of every catalog figure, frame rate while playing, cold start.
 
     python benchmarks/latency.py [--json out.json] [--figures 1.1,1.3] [--theme projector]
+                                 [--size 1920x1080]
 
-For each figure (1280x800, offscreen): every slider is swept over its range and back and
-every combo box through its entries; one sample is the time from the control's change to
-the end of the event-loop pass that refreshes the figure and repaints what changed.
+For each figure (1280x800 unless --size, offscreen): every slider is swept over its range
+and back and every combo box through its entries; one sample is the time from the
+control's change to the end of the event-loop pass that refreshes the figure and repaints
+what changed.
 Animated figures play for a while under the app clock and report frames per second.
 Cold start is the wall time from spawning a fresh Python process to a painted main window
 (and to its first figure built).
@@ -58,16 +60,17 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure_figure(spec, app) -> dict[str, float | None]:  # noqa: ANN001
+def measure_figure(spec, app, size=(1280, 800)) -> dict[str, float | None]:  # noqa: ANN001
     from PySide6.QtWidgets import QComboBox, QSlider
 
     from gpuviz.core.figure_view import FigurePage
 
     model = spec.make_model()
     page = FigurePage(spec, model, spec.make_view(model))
-    page.resize(1280, 800)
+    page.resize(*size)
     page.show()
-    app.processEvents()
+    for _ in range(3):  # a look that grows with the window rescales after the first resize
+        app.processEvents()
     gc.freeze()  # as the app does once its window is built
     samples: list[float] = []
 
@@ -177,6 +180,16 @@ def measure_startup() -> dict[str, float]:
             "first_figure_s": round(statistics.median(figure), 3)}
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not WxH: {text!r}") from None
+    if width < 200 or height < 200:
+        raise argparse.ArgumentTypeError(f"too small: {text!r}")
+    return width, height
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
@@ -184,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-startup", action="store_true", help="skip the cold start runs")
     parser.add_argument("--theme", default="dark", choices=("dark", "light", "projector"),
                         help="the look to measure in (default: dark)")
+    parser.add_argument("--size", default="1280x800", type=_size,
+                        help="the figure page's size, WxH (default: 1280x800)")
     args = parser.parse_args(argv)
 
     from PySide6.QtWidgets import QApplication
@@ -202,10 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {"reference_ms_before": reference_ms()}
     if not args.no_startup:
         results.update(measure_startup())
-    figures = {spec.number: measure_figure(spec, app) for spec in specs}
+    figures = {spec.number: measure_figure(spec, app, args.size) for spec in specs}
     results["figures"] = figures
     results["reference_ms_after"] = reference_ms()
 
+    print(f"{args.theme} look, {args.size[0]}x{args.size[1]}")
     print(f"{'figure':<8}{'samples':>8}{'p50 ms':>9}{'p95 ms':>9}{'fps':>8}  verdict")
     for number, row in figures.items():
         ok = (row["p95_ms"] is None or row["p95_ms"] <= BUDGET_P95_MS) and (

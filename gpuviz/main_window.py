@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([260, 1000, 420])
         self.setCentralWidget(self.splitter)
         self.presenter = Presenter(self)
+        QApplication.styleHints().colorSchemeChanged.connect(self._follow_system_look)
         self.kiosk: Kiosk | None = None
         self._build_actions()
         if self.kiosk_config is not None:
@@ -427,6 +428,11 @@ class MainWindow(QMainWindow):
     def set_theme(self, name: str) -> None:
         """Apply a theme (or "system") and remember it; models (and values) survive."""
         self.apply_theme(name, remember=True)
+
+    def _follow_system_look(self) -> None:
+        """The desktop switched between dark and light: follow it when told to."""
+        if self.theme_preference == "system":
+            self.apply_theme("system", remember=False)
 
     def apply_theme(self, name: str, remember: bool = True) -> None:
         self.theme_preference = name

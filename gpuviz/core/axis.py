@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
 LABEL_FLAGS = {
     "left": Qt.AlignRight | Qt.AlignVCenter | Qt.TextDontClip,
@@ -49,6 +49,24 @@ class Axis(pg.AxisItem):
         self._text_sizes: dict[str, tuple[float, float]] = {}
         self._metrics_font: object = None
         super().__init__(orientation)
+
+    def set_fonts(self, tick_font: QFont, title_size: str) -> None:
+        """The tick labels' font and the title's size (CSS, "13.5pt"), set at build and
+        on a look change; the room kept for tick labels starts again from pyqtgraph's
+        default, as on a plot built in this look."""
+        if self.style["tickFont"] is not None and tick_font == self.style["tickFont"] and (
+                self.labelStyle.get("font-size") == title_size):
+            return
+        old = self.style["tickFont"]
+        if old is not None and self.fixedWidth is not None and old.pointSizeF() > 0:
+            # A width a view fixed for its tick labels grows with them.
+            self.setWidth(round(self.fixedWidth * tick_font.pointSizeF() / old.pointSizeF()))
+        self.setTickFont(tick_font)
+        self.labelStyle["font-size"] = title_size
+        self.textWidth, self.textHeight = 30, 18  # pyqtgraph's starting room
+        self._label_html = None
+        self._updateLabel()
+        self._updateWidth() if self.orientation in ("left", "right") else self._updateHeight()
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list:  # noqa: N802, N803
         # The grid asks for the same ticks as the axis: compute them once per range.

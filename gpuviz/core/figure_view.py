@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from gpuviz import theme
 from gpuviz.core.model import AnimatedModel, FigureModel
+from gpuviz.core.plots import apply_look, drawn_texts
 from gpuviz.core.widgets import (
     CONTROL_COLUMN_WIDTH,
     ControlPanel,
@@ -63,9 +64,8 @@ class FigureView(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        # Room for the scroll bar too, so it never covers the right-aligned values.
-        scroll_bar = scroll.style().pixelMetric(QStyle.PM_ScrollBarExtent)
-        scroll.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.ui_scale()) + scroll_bar)
+        self._column = scroll
+        self._fit_column()
 
         self.plot_area = QVBoxLayout()
         self.plot_area.setContentsMargins(0, 0, 0, 0)
@@ -82,10 +82,47 @@ class FigureView(QWidget):
         # changes them again and paints the whole plot a second time; applying it right
         # after refresh() makes one paint do (see _refresh_now).
         self._scenes = [view.scene() for view in self.findChildren(QGraphicsView)]
+        self._factors = (theme.font_factor(), theme.line_factor())
+        self._look_stale = False
         model.changed.connect(self.schedule_refresh)
+        theme.look.changed.connect(self.apply_look)
         self._refresh_now()
 
     step_label = "Step"
+
+    def _fit_column(self) -> None:
+        # Room for the scroll bar too, so it never covers the right-aligned values.
+        scroll_bar = self._column.style().pixelMetric(QStyle.PM_ScrollBarExtent)
+        self._column.setFixedWidth(int(CONTROL_COLUMN_WIDTH * theme.ui_scale()) + scroll_bar)
+
+    def apply_look(self) -> None:
+        """The look changed (theme, text size, or the window a growing look scales with):
+        rescale, in place, what build() drew (fonts, pens, markers: see plots.apply_look)
+        and the control column, then refresh everything, so that sizes a refresh derives
+        from fonts are measured again. Qt's font change re-measures the widgets."""
+        if not self.isVisible():
+            self._look_stale = True  # a hidden page (another figure) catches up when shown
+            return
+        self._look_stale = False
+        factors = (theme.font_factor(), theme.line_factor())
+        if factors != self._factors:
+            font_ratio = factors[0] / self._factors[0]
+            line_ratio = factors[1] / self._factors[1]
+            self._factors = factors
+            apply_look(self._scenes, font_ratio, line_ratio)
+        self._fit_column()
+        self._shown.clear()
+        self.schedule_refresh()
+
+    def showEvent(self, event: object) -> None:  # noqa: N802
+        super().showEvent(event)
+        if self._look_stale:
+            self.apply_look()
+
+    def text_items(self) -> list[tuple[str, float]]:
+        """Every text drawn in this figure's plots, with its font's pixel size: labels,
+        layers, cell texts, tick labels and axis titles (for tests of legibility)."""
+        return drawn_texts(self._scenes)
 
     def add_plot(self, widget: QWidget, stretch: int = 1) -> QWidget:
         self.plot_area.addWidget(widget, stretch)
@@ -94,7 +131,8 @@ class FigureView(QWidget):
     def schedule_refresh(self) -> None:
         if not self._refresh_pending:
             self._refresh_pending = True
-            QTimer.singleShot(0, self._refresh_now)
+            # With the view as context: a view deleted meanwhile is not refreshed.
+            QTimer.singleShot(0, self, self._refresh_now)
 
     def _refresh_now(self) -> None:
         self._refresh_pending = False
@@ -138,7 +176,14 @@ class FigurePage(QWidget):
         self.model = model
         self.view = view
         title = QLabel(f"<b>Figure {spec.number}</b>&nbsp;&nbsp;{spec.title}")
+        self.title = title
         title.setFont(theme.font(14))
+        theme.look.changed.connect(self._apply_look)
+        self._fitted = False
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(self.FIT_DELAY_MS)
+        self._fit_timer.timeout.connect(self._fit)
         title.setAccessibleName(f"Figure {spec.number}: {spec.title}")
         self.caption = QLabel(spec.caption)
         self.caption.setWordWrap(True)
@@ -166,4 +211,28 @@ class FigurePage(QWidget):
         layout.addLayout(header)
         layout.addWidget(self.caption)
         layout.addWidget(view, 1)
+
+    def _apply_look(self) -> None:
+        self.title.setFont(theme.font(14))
+
+    # A scale step this large (full screen on or off, a new screen) is taken at once;
+    # smaller ones (a window edge dragged) once the size has rested for FIT_DELAY_MS:
+    # rescaling lays out and redraws the whole figure (tens of ms).
+    FIT_AT_ONCE = 0.2
+    FIT_DELAY_MS = 150
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        # A look that grows scales everything drawn with the page (the whole screen, in
+        # lecture mode); the theme does nothing when the scale is unchanged.
+        step = abs(theme.scale_for(self.width(), self.height()) - theme.screen_scale())
+        if step >= self.FIT_AT_ONCE or not self._fitted:
+            self._fitted = True
+            self._fit_timer.stop()
+            self._fit()
+        else:
+            self._fit_timer.start()
+
+    def _fit(self) -> None:
+        theme.fit_to(self.width(), self.height())
 

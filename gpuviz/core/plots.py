@@ -26,19 +26,24 @@ from PySide6.QtGui import (
     QTransform,
 )
 from PySide6.QtWidgets import (
+    QAbstractGraphicsShapeItem,
+    QApplication,
     QGraphicsItem,
     QGraphicsLineItem,
     QGraphicsPathItem,
     QGraphicsPixmapItem,
+    QGraphicsSimpleTextItem,
+    QGraphicsTextItem,
 )
 
 from gpuviz import theme
 from gpuviz.core.axis import Axis
-from gpuviz.core.text import PixelText
+from gpuviz.core.text import PixelText, TextLayer
 
 pg.setConfigOptions(antialias=False)
 
 AXIS_TITLE_POINTS = 10  # point size of the axis titles, before the theme's scale
+TICK_POINTS = 9  # point size of the tick labels, before the theme's scale
 
 
 def _apply_theme_defaults() -> None:
@@ -126,14 +131,8 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
     item.setMouseEnabled(x=False, y=False)
     item.setLogMode(x=log_x, y=log_y)
     item.showGrid(x=True, y=True, alpha=0.25)
-    tick_font = theme.font(9)
-    # A tick label is centred on its tick, so the one at the top edge of the plot sticks
-    # out by half a line: leave that much room above the plot (the plot widget's edge
-    # would cut it).
-    item.layout.setContentsMargins(1, math.ceil(QFontMetricsF(tick_font).height() / 2), 1, 1)
     for name in ("left", "bottom"):
         axis = item.getAxis(name)
-        axis.setTickFont(tick_font)
         axis.setPen(pg.mkPen(theme.color("muted")))
         axis.setTextPen(pg.mkPen(theme.color("text")))
         # Major ticks only: minor ones cost time and clutter the small plots. Tick text
@@ -143,14 +142,126 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
         # An axis changes only when its range does: keep it as a pixmap instead of
         # replaying its drawing whenever a curve in front of it moves.
         axis.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
-    label_style = {"font-size": f"{AXIS_TITLE_POINTS * theme.current().font_scale:.0f}pt",
-                   "color": theme.current().text}
+    label_style = {"font-size": _title_size(), "color": theme.current().text}
     if x_label:
         item.setLabel("bottom", x_label, units=x_unit, **label_style)
     if y_label:
         item.setLabel("left", y_label, units=y_unit, **label_style)
+    _fit_plot_fonts(item)
     widget.setMinimumHeight(160)
     return widget
+
+
+def _title_size() -> str:
+    return f"{AXIS_TITLE_POINTS * theme.font_factor():.1f}pt"
+
+
+def _fit_plot_fonts(item: pg.PlotItem) -> None:
+    """The tick and title fonts of the current look (at build and on a look change)."""
+    tick_font = theme.font(TICK_POINTS)
+    # A tick label is centred on its tick, so the one at the top edge of the plot sticks
+    # out by half a line: leave that much room above the plot (the plot widget's edge
+    # would cut it).
+    item.layout.setContentsMargins(1, math.ceil(QFontMetricsF(tick_font).height() / 2), 1, 1)
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        if isinstance(axis, Axis):
+            axis.set_fonts(tick_font, _title_size())
+        else:
+            axis.setTickFont(tick_font)
+
+
+def apply_look(scenes: Iterable[pg.GraphicsScene], font_ratio: float,
+               line_ratio: float) -> None:
+    """Rescale everything drawn in `scenes` to the current look, in place: the shared
+    helpers (they have `apply_look()`) take the look's sizes; plots their tick and title
+    fonts; legends, other text and pens grow by `font_ratio` and `line_ratio` (the new
+    look's factors over those they were drawn with)."""
+    for scene in scenes:
+        for item in scene.items():
+            own = getattr(item, "apply_look", None)
+            if callable(own):
+                own()
+            elif isinstance(item, pg.PlotItem):
+                _fit_plot_fonts(item)
+            elif isinstance(item, pg.LegendItem):
+                _scale_legend(item, font_ratio)
+            elif isinstance(item, (QGraphicsSimpleTextItem, QGraphicsTextItem)):
+                # Axis titles and legend labels are sized by their owners above.
+                if not isinstance(item.parentItem(), (pg.AxisItem, pg.LabelItem)):
+                    qfont = item.font()
+                    qfont.setPointSizeF(qfont.pointSizeF() * font_ratio)
+                    item.setFont(qfont)
+            elif line_ratio != 1.0:
+                _scale_pen(item, line_ratio)
+
+
+def drawn_texts(scenes: Iterable[pg.GraphicsScene]) -> list[tuple[str, float]]:
+    """Every visible text drawn in `scenes` with the pixel size of its font (times any
+    shrinking a label got): labels, text layers, cell texts, tick labels, axis titles,
+    legend rows."""
+    found: list[tuple[str, float]] = []
+    for scene in scenes:
+        for item in scene.items():
+            if not item.isVisible():
+                continue
+            if isinstance(item, (CellGrid, Legend)):
+                found += item.text_sizes()
+            elif isinstance(item, TextLayer):
+                found += [(label.text, _pixel_size(label.font)) for label in item.labels
+                          if label.visible and label.text]
+            elif isinstance(item, pg.AxisItem):
+                if item.style["showValues"] and item.style["tickFont"] is not None:
+                    found.append((f"<{item.orientation} ticks>",
+                                  _pixel_size(item.style["tickFont"])))
+                if item.label.isVisible() and item.labelText:
+                    found.append((item.labelText, _css_pixels(item.labelStyle)))
+            elif isinstance(item, pg.LabelItem):
+                if item.text:
+                    found.append((item.text, _css_pixels(item.opts)))
+            elif isinstance(item, QGraphicsSimpleTextItem):
+                if item.text():
+                    found.append((item.text(), _pixel_size(item.font()) * item.scale()))
+            elif isinstance(item, QGraphicsTextItem) and not isinstance(
+                    item.parentItem(), (pg.AxisItem, pg.LabelItem)) and item.toPlainText():
+                found.append((item.toPlainText(), _pixel_size(item.font()) * item.scale()))
+    return found
+
+
+def _css_pixels(style: dict) -> float:
+    size = style.get("font-size") or style.get("size")
+    if isinstance(size, str) and size.endswith("pt"):
+        return float(size[:-2]) * 96 / 72
+    if isinstance(size, str) and size.endswith("px"):
+        return float(size[:-2])
+    return _pixel_size(QApplication.font())
+
+
+def _scale_legend(legend: pg.LegendItem, ratio: float) -> None:
+    if ratio == 1.0:
+        return
+    size = legend.opts.get("labelTextSize")
+    if isinstance(size, str) and size.endswith("pt"):
+        legend.opts["labelTextSize"] = f"{float(size[:-2]) * ratio:.1f}pt"
+    for _, label in legend.items:
+        label_size = label.opts.get("size")
+        if isinstance(label_size, str) and label_size.endswith("pt"):
+            label.setText(label.text, size=f"{float(label_size[:-2]) * ratio:.1f}pt")
+    legend.updateSize()
+
+
+def _scale_pen(item: QGraphicsItem, ratio: float) -> None:
+    if isinstance(item, (QAbstractGraphicsShapeItem, QGraphicsLineItem)):
+        qpen = item.pen()
+        if qpen.style() != Qt.NoPen and qpen.widthF() > 0:
+            qpen.setWidthF(qpen.widthF() * ratio)
+            item.setPen(qpen)
+    elif isinstance(item, (pg.PlotCurveItem, pg.BarGraphItem)):
+        qpen = item.opts.get("pen")
+        if isinstance(qpen, QPen) and qpen.style() != Qt.NoPen and qpen.widthF() > 0:
+            qpen = QPen(qpen)
+            qpen.setWidthF(qpen.widthF() * ratio)
+            item.setOpts(pen=qpen) if isinstance(item, pg.BarGraphItem) else item.setPen(qpen)
 
 
 def diagram_widget() -> tuple[pg.GraphicsLayoutWidget, pg.ViewBox]:
@@ -300,9 +411,25 @@ class CellGrid(pg.GraphicsObject):
         self._multiline: list[tuple[QRectF, str]] = []
         self._bounds = QRectF()
         self._outline_width = 1.0
+        self._outline_base = 1.0
         self._outline_style = Qt.SolidLine
+        self._font_size = font_size
         self._font = theme.font(font_size)
         self._text_color: QColor | None = None
+        self._texts: list[str] = []
+        self._fills: list[QColor | None] = []
+
+    def apply_look(self) -> None:
+        """Take the current look's font and line sizes (the texts are laid out again)."""
+        self._font = theme.font(self._font_size)
+        self._static.clear()
+        self._outline_width = theme.line_width(self._outline_base)
+        self._lay_out_texts()
+        self.update()
+
+    def text_sizes(self) -> list[tuple[str, float]]:
+        """Every cell text drawn, with its font's pixel size (for tests)."""
+        return [(text, _pixel_size(self._font)) for text in self._texts if text]
 
     def set_cells(self, rects: np.ndarray, fills: Sequence[QColor | None],
                   outlines: Sequence[QColor | None] | None = None,
@@ -342,7 +469,17 @@ class CellGrid(pg.GraphicsObject):
         self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
         if texts is not None and len(texts) != len(self._rects):
             raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
-        texts = list(texts) if texts is not None else []
+        self._texts = list(texts) if texts is not None else []
+        self._fills = list(fills)
+        self._text_color = text_color
+        self._lay_out_texts()
+        self._outline_base = outline_width
+        self._outline_width = theme.line_width(outline_width)
+        self._outline_style = outline_style
+        self.update()
+
+    def _lay_out_texts(self) -> None:
+        texts = self._texts
         multiline = "\n" in "".join(texts)
         rows = [i for i, text in enumerate(texts) if text and not (multiline and "\n" in text)]
         self._text_rows = np.asarray(rows, dtype=int)
@@ -353,9 +490,7 @@ class CellGrid(pg.GraphicsObject):
                                     dtype=float).reshape(-1, 2)
         self._multiline = ([(self._rects[i], text) for i, text in enumerate(texts)
                             if "\n" in text] if multiline else [])
-        self._outline_width = theme.line_width(outline_width)
-        self._outline_style = outline_style
-        self._text_color = text_color
+        fills, text_color = self._fills, self._text_color
         if text_color is not None:
             self._text_inks = [text_color] * len(rows)
         else:  # one ink per distinct fill
@@ -366,7 +501,6 @@ class CellGrid(pg.GraphicsObject):
                     inks[key] = theme.readable_on(composite(fills[i], background))
             self._text_inks = [inks[fills[i].rgba() if fills[i] is not None else None]
                                for i in rows]
-        self.update()
 
     def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
         """The cache of laid-out texts, holding every one of `texts`."""
@@ -474,6 +608,12 @@ def composite(fill: QColor | None, under: QColor) -> QColor:
                               (fill.blueF(), under.blueF()))))
 
 
+def _pixel_size(qfont: pg.QtGui.QFont) -> float:
+    """A font's size in pixels (points at the screen's 96 dpi, as Qt's offscreen and X11
+    screens have by default)."""
+    return qfont.pixelSize() if qfont.pixelSize() > 0 else qfont.pointSizeF() * 96 / 72
+
+
 def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:
     groups: dict[int, tuple[QColor, list[QRectF]]] = {}
     for rect, qcolor in zip(rects, colors, strict=True):
@@ -508,10 +648,7 @@ class Dots:
         self._points: tuple = ()
         self._shown = True
         for fill in brushes:
-            image = renderSymbol("o", size, outline, pg.mkBrush(fill))
-            item = QGraphicsPixmapItem(QPixmap.fromImage(image))
-            item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
-            item.setOffset(-image.width() / 2, -image.height() / 2)
+            item = _Dot(size, outline, pg.mkBrush(fill))
             view.addItem(item)
             self.items.append(item)
 
@@ -535,6 +672,26 @@ class Dots:
     def setZValue(self, z: float) -> None:  # noqa: N802 - Qt naming
         for item in self.items:
             item.setZValue(z)
+
+
+class _Dot(QGraphicsPixmapItem):
+    """One marker of Dots, drawn anew at the look's size."""
+
+    def __init__(self, size: float, outline: QPen, fill: pg.QtGui.QBrush) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        self._symbol = (size, outline, fill)
+        self._drawn_at = 0.0
+        self.apply_look()
+
+    def apply_look(self) -> None:
+        scale = theme.screen_scale()
+        if scale != self._drawn_at:
+            self._drawn_at = scale
+            size, outline, fill = self._symbol
+            image = renderSymbol("o", size * scale, outline, fill)
+            self.setPixmap(QPixmap.fromImage(image))
+            self.setOffset(-image.width() / 2, -image.height() / 2)
 
 
 class Segment(QGraphicsLineItem):
@@ -578,10 +735,19 @@ class Curve(QGraphicsPathItem):
 
     def __init__(self, qpen: QPen, name: str | None = None) -> None:
         super().__init__()
-        self.setPen(qpen)
         self.opts = {"pen": qpen, "name": name, "antialias": False, "symbol": None}
         self._xy: tuple[np.ndarray, np.ndarray] | None = None
         self._data_bounds = QRectF()
+        self._pad = 0.0
+        self.setPen(qpen)
+
+    def setPen(self, qpen: QPen) -> None:  # noqa: N802 - Qt naming
+        """The pen, the legend's sample of it, and the room it needs."""
+        if qpen == self.pen() and self.opts["pen"] is qpen:
+            return
+        self.prepareGeometryChange()
+        super().setPen(qpen)
+        self.opts["pen"] = qpen
         # Room for the pen on every side, in pixels (Qt adds 2 more to repainted areas).
         self._pad = max(0.0, qpen.widthF() / 2 - 1.5)
 
@@ -662,6 +828,7 @@ class Legend(pg.GraphicsObject):
         self._columns = max(1, columns)
         self._offset = offset
         self._at = at
+        self._font_size = size
         self._font = theme.font(size)
         self._metrics = QFontMetricsF(self._font)
         self._rows: list[tuple[str, str, object, dict]] = []
@@ -699,6 +866,16 @@ class Legend(pg.GraphicsObject):
 
     def labels(self) -> list[str]:
         return [row[0] for row in self._rows]
+
+    def apply_look(self) -> None:
+        """Take the current look's font size (the rows are laid out again)."""
+        self._font = theme.font(self._font_size)
+        self._metrics = QFontMetricsF(self._font)
+        self._lay_out()
+
+    def text_sizes(self) -> list[tuple[str, float]]:
+        """Every label drawn, with its font's pixel size (for tests)."""
+        return [(label, _pixel_size(self._font)) for label in self.labels()]
 
     def end_with_room(self, low: float, high: float) -> float:
         """The end of a range from `low` to `high` (data along the legend's side of the

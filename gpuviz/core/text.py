@@ -76,6 +76,7 @@ class PixelText(QGraphicsSimpleTextItem):
                  bold: bool = False, anchor: tuple[float, float] = (0, 0)) -> None:
         super().__init__()
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        self._size, self._bold = size, bold
         if size is not None:  # None: the application's font, as a bare pg.TextItem has
             self.setFont(theme.font(size, bold))
         self.setPen(QPen(Qt.NoPen))
@@ -114,6 +115,13 @@ class PixelText(QGraphicsSimpleTextItem):
             self._pos = (x, y)
             super().setPos(x, y)
 
+    def apply_look(self) -> None:
+        """Take the current look's font size (FigureView.apply_look calls it)."""
+        qfont = theme.font(self._size, self._bold) if self._size is not None else QFont()
+        if qfont != self.font():
+            self.setFont(qfont)
+            self._place()
+
     def set_scale(self, scale: float) -> None:
         """Shrink (or grow) the label about its anchor point, which stays at its position.
         Does nothing when the scale is unchanged."""
@@ -132,38 +140,53 @@ class PixelText(QGraphicsSimpleTextItem):
                                      self._anchor[1] * height - TEXT_MARGIN)
 
 
+class RichText(QGraphicsTextItem):
+    """See rich_text."""
+
+    def __init__(self, html: str, size: float, anchor: tuple[float, float]) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        self._size, self._anchor = size, anchor
+        self.setDefaultTextColor(theme.color("text"))
+        self.setHtml(html)
+        self.apply_look()
+
+    def apply_look(self) -> None:
+        self.setFont(theme.font(self._size))
+        box = self.boundingRect()  # includes the document margin, as a TextItem's anchor does
+        self.setTransform(QTransform.fromTranslate(-self._anchor[0] * box.width(),
+                                                   -self._anchor[1] * box.height()))
+
+
 def rich_text(html: str, size: float = 9, anchor: tuple[float, float] = (0, 0)
               ) -> QGraphicsTextItem:
     """A fixed-size label of rich text placed like a pg.TextItem (`anchor` as in
     PixelText; move it with setPos in data units). pg.TextItem runs Python on every
     repaint of its plot; this item is painted by Qt alone. Set its text once."""
-    item = QGraphicsTextItem()
-    item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
-    item.setFont(theme.font(size))
-    item.setDefaultTextColor(theme.color("text"))
-    item.setHtml(html)
-    box = item.boundingRect()  # includes the document margin, as a TextItem's anchor does
-    item.setTransform(QTransform.fromTranslate(-anchor[0] * box.width(),
-                                               -anchor[1] * box.height()))
-    return item
+    return RichText(html, size, anchor)
 
 
 class LayerLabel:
     """One label of a TextLayer, with PixelText's setters."""
 
     __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible",
-                 "lines", "width", "height")
+                 "lines", "width", "height", "size", "bold")
 
-    def __init__(self, layer: TextLayer, text: str, color: QColor, font: QFont,
+    def __init__(self, layer: TextLayer, text: str, color: QColor, size: float, bold: bool,
                  anchor: tuple[float, float]) -> None:
         self._layer = layer
         self.text = text
         self.x = self.y = 0.0
         self.anchor = (float(anchor[0]), float(anchor[1]))
         self.color = QColor(color)
-        self.font = font
-        self.metrics = QFontMetricsF(font)
+        self.size, self.bold = size, bold
         self.visible = True
+        self.apply_look()
+
+    def apply_look(self) -> None:
+        """Take the current look's font size."""
+        self.font = theme.font(self.size, self.bold)
+        self.metrics = QFontMetricsF(self.font)
         self._lay_out()
 
     def _lay_out(self) -> None:
@@ -235,10 +258,15 @@ class TextLayer(pg.GraphicsObject):
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
             anchor: tuple[float, float] = (0, 0)) -> LayerLabel:
-        label = LayerLabel(self, text, theme.text_color(role), theme.font(size, bold), anchor)
+        label = LayerLabel(self, text, theme.text_color(role), size, bold, anchor)
         self.labels.append(label)
         self.update()
         return label
+
+    def apply_look(self) -> None:
+        for label in self.labels:
+            label.apply_look()
+        self.update()
 
     def set_bounds(self, bounds: QRectF) -> None:
         if bounds != self._bounds:

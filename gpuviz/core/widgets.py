@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSignalBlocker, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRectF, QSignalBlocker, Qt
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
     QColor,
@@ -46,9 +46,47 @@ LOG_SLIDER_STEPS = 1000
 CONTROL_COLUMN_WIDTH = 330  # pixels at text scale 1; the projector theme scales it
 
 
-def fix_size(label: QLabel, width: int) -> None:
-    """Fix a label's size: Qt then skips re-laying out the figure when its text changes."""
-    label.setFixedSize(width, label.fontMetrics().height() + 2)
+def fix_size(label: QLabel, width: int | Callable[[], int]) -> None:
+    """Fix a label's size: Qt then skips re-laying out the figure when its text changes.
+    When the label's font changes (a new look or text size), the height is measured again,
+    and the width too when it is given as a function (of the label's new metrics)."""
+    refit = label.findChild(_Refit)
+    if refit is None:
+        refit = _Refit(label)
+        label.installEventFilter(refit)
+    refit.width = width
+    refit.fit()
+
+
+class _Refit(QObject):
+    """fix_size's watcher: fixes its label's size again when the label's font changes."""
+
+    def __init__(self, label: QLabel) -> None:
+        super().__init__(label)
+        self.label = label
+        self.width: int | Callable[[], int] = 0
+
+    def fit(self) -> None:
+        width = self.width() if callable(self.width) else self.width
+        self.label.setFixedSize(width, self.label.fontMetrics().height() + 2)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self.label and event.type() == QEvent.FontChange:
+            self.fit()
+        return False
+
+
+class Combo(QComboBox):
+    """A QComboBox that measures itself again when its font changes: Qt forgets the size
+    hint then but keeps the minimum size hint of the old font, so a combo box would stay
+    as tall as in a larger look it left."""
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:
+            style_change = QEvent(QEvent.StyleChange)  # clears both cached hints
+            QComboBox.changeEvent(self, style_change)
+            self.updateGeometry()
 
 
 def _tooltip(param: Parameter) -> str:
@@ -82,9 +120,9 @@ class ParameterSlider(BoundControl):
         self.value_label = QLabel()
         self.value_label.setTextFormat(Qt.PlainText)
         self.value_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
-        widest = max(self.value_label.fontMetrics().horizontalAdvance(
-            format_value(v, p.unit, digits=4) + "00") for v in (p.minimum, p.maximum, -1.5))
-        fix_size(self.value_label, widest)
+        fix_size(self.value_label, lambda: max(
+            self.value_label.fontMetrics().horizontalAdvance(
+                format_value(v, p.unit, digits=4) + "00") for v in (p.minimum, p.maximum, -1.5)))
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setFocusPolicy(Qt.StrongFocus)
         self.slider.setAccessibleName(p.label)
@@ -145,7 +183,7 @@ class ChoiceBox(BoundControl):
 
     def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
         super().__init__(model, name, parent)
-        self.combo = QComboBox()
+        self.combo = Combo()
         self.combo.setAccessibleName(self.param.label)
         self.combo.setToolTip(self.toolTip())
         for value, label in self.param.choices:
@@ -388,7 +426,7 @@ class TimeControls(QWidget):
         self.rewind = QPushButton("Rewind")
         self.rewind.setToolTip("Back to the start, keeping the settings")
         self.rewind.clicked.connect(model.rewind)
-        self.speed = QComboBox()
+        self.speed = Combo()
         self.speed.setToolTip("Animation speed")
         self.speed.setAccessibleName("Speed")
         for factor in self.SPEEDS:
@@ -488,6 +526,15 @@ class ReadoutPanel(QFrame):
         for key in self.shown:
             self.shown[key] = None  # elide again at the new width
 
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange and self.rows:
+            # A new look or text size: measure the names again, from nothing.
+            self.name_width, self._names = 0, []
+            for key in self.shown:
+                self.shown[key] = None
+            self.sync()
+
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
         if self.width() != self._panel_width:
@@ -532,14 +579,27 @@ class TextPanel(QFrame):
         self.setFrameShape(QFrame.StyledPanel if framed else QFrame.NoFrame)
         self._rich = rich
         self._document = QTextDocument(self)
-        self._document.setDefaultFont(self.font())
         self._document.setDocumentMargin(margin)
         if accessible_name:
             self.setAccessibleName(accessible_name)
-        line = self.fontMetrics().lineSpacing()
-        self.setFixedHeight(int(line * lines + 2 * margin + 2 * self.frameWidth() + 2))
+        self._lines, self._margin = lines, margin
+        self._fit_font()
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
         self._text = ""
+
+    def _fit_font(self) -> None:
+        """The document's font and the panel's height follow the widget's font."""
+        self._document.setDefaultFont(self.font())
+        line = self.fontMetrics().lineSpacing()
+        self._least_height = int(line * self._lines + 2 * self._margin + 2 * self.frameWidth()
+                                 + 2)
+        self.setFixedHeight(self._least_height)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:
+            self._fit_font()
+            self.update()
 
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -581,13 +641,25 @@ class MessageLabel(TextPanel):
     dragged. Without `width` it takes the width its layout gives it. Plain text unless
     `rich=True`."""
 
-    def __init__(self, lines: int = 2, width: int | None = None, rich: bool = False) -> None:
-        super().__init__(lines, rich=rich, framed=False, margin=0)
-        if width is not None:
-            self.setFixedWidth(width)
-        self._least_height = self.height()
-        self._fitted_width = -1
+    def __init__(self, lines: int = 2, width: int | Callable[[], int] | None = None,
+                 rich: bool = False) -> None:
+        self._width = width
         self._warn = False
+        self._least_height = 0
+        self._fitted_width = -1
+        super().__init__(lines, rich=rich, framed=False, margin=0)
+
+    def _fit_font(self) -> None:
+        """Width (when given), least height and bold follow the widget's font."""
+        super()._fit_font()
+        if self._width is not None:
+            width = self._width() if callable(self._width) else self._width
+            self.setFixedWidth(width)
+            self._document.setTextWidth(width - 2 * self.frameWidth())
+        font = QFont(self.font())
+        font.setBold(self._warn)
+        self._document.setDefaultFont(font)
+        self._fit_height(grow_only=False)
 
     def show_message(self, text: str, warn: bool = False) -> None:
         """Cheap to call on every refresh: does nothing when text and warn are unchanged."""
@@ -616,7 +688,8 @@ class MessageLabel(TextPanel):
 
     def _fit_height(self, grow_only: bool) -> None:
         needed = max(self._least_height, math.ceil(self._document.size().height()) + 2)
-        if needed > self.height() or (needed < self.height() and not grow_only):
+        # maximumHeight: the fixed height, set already while height() waits for the layout
+        if needed > self.maximumHeight() or (needed < self.maximumHeight() and not grow_only):
             self.setFixedHeight(needed)
 
 
@@ -632,15 +705,26 @@ class TextTable(QWidget):
         self.header = list(header)
         self.rows: list[tuple[list[str], QColor]] = []
         self.setAccessibleName(accessible_name)
-        metrics = self.fontMetrics()
-        self._line = metrics.height() + 1  # the row height of the HTML table it replaced
-        self.setFixedHeight(self._line * (rows + 1) + 2)
+        self._body_rows = rows
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self._fit_font()
+
+    def _fit_font(self) -> None:
+        """Row height, fonts and column widths from the widget's font (at build and when
+        the look or text size changes it)."""
+        self._line = self.fontMetrics().height() + 1  # the row height of the HTML table
+        self.setFixedHeight(self._line * (self._body_rows + 1) + 2)
         self._header_font = QFont(self.font())
         self._header_font.setBold(True)
         self._text_height = QFontMetricsF(self.font()).height()
         self._widths = [0.0] * len(self.header)
         self._texts: dict[tuple[str, bool], tuple[QStaticText, float]] = {}
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:
+            self._fit_font()
+            self.update()
 
     def set_rows(self, rows: Sequence[tuple[Sequence[str], QColor]]) -> None:
         new = [(list(cells), QColor(color)) for cells, color in rows]
@@ -711,7 +795,8 @@ class PredictReveal(QFrame):
         self.button = QPushButton("Reveal")
         self.button.setToolTip("Show the answer next to your guess")
         self.button.clicked.connect(lambda: model.set(revealed, True))
-        self.result = MessageLabel(width=int((CONTROL_COLUMN_WIDTH - 40) * theme.ui_scale()))
+        self.result = MessageLabel(
+            width=lambda: int((CONTROL_COLUMN_WIDTH - 40) * theme.ui_scale()))
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("<b>Predict first</b>"))
         layout.addWidget(self.guess)

@@ -4,9 +4,10 @@ for a colour, so the projector look changes the palette and not the views."""
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -26,6 +27,8 @@ class Theme:
     roles: dict[str, str]
     line_scale: float = 1.0
     font_scale: float = 1.0
+    # Drawn text and lines grow with the figure page from the design size (see fit_to).
+    grows: bool = False
     series: tuple[str, ...] = field(default=OKABE_ITO)
 
 
@@ -123,11 +126,34 @@ PROJECTOR = Theme(
     },
     line_scale=2.0,
     font_scale=1.5,
+    grows=True,
 )
 
 THEMES = {t.name: t for t in (DARK, LIGHT, PROJECTOR)}
 _current = DARK
 _text_scale = 1.0
+
+# The page size the figures are designed for (a 1280x800 screen in lecture mode); a look
+# that `grows` scales everything drawn by how much larger the figure's page is (the smaller
+# of the two ratios, so it still fits).
+DESIGN_SIZE = (1280, 800)
+MAX_SCREEN_SCALE = 3.0
+# In a look that grows, no drawn text is smaller than this (points before the scales): at
+# 1920x1080 it is 20 px.
+MIN_GROWING_POINTS = 7.5
+_screen_scale = 1.0
+_page_size: tuple[int, int] | None = None
+
+
+class LookSignals(QObject):
+    """`changed` is emitted after the look changed (theme, text size, or the page-size
+    scale of a look that grows): shared widgets and FigureView re-measure and rescale what
+    they drew, in place."""
+
+    changed = Signal()
+
+
+look = LookSignals()
 
 
 def current() -> Theme:
@@ -191,7 +217,22 @@ def _luma(qcolor: QColor) -> float:
 
 def ui_scale() -> float:
     """How much larger than normal text and the widths that hold it are drawn."""
-    return _current.font_scale * _text_scale
+    return _current.font_scale * _text_scale * _screen_scale
+
+
+def screen_scale() -> float:
+    """How much the look has grown with the figure page (1 unless the look `grows`)."""
+    return _screen_scale
+
+
+def font_factor() -> float:
+    """What `font()` multiplies a point size by (drawn text)."""
+    return _current.font_scale * _screen_scale
+
+
+def line_factor() -> float:
+    """What `line_width()` multiplies a width by."""
+    return _current.line_scale * _screen_scale
 
 
 def series(index: int) -> QColor:
@@ -199,22 +240,63 @@ def series(index: int) -> QColor:
 
 
 def line_width(base: float = 2.0) -> float:
-    return base * _current.line_scale
+    return base * line_factor()
 
 
 def font(point_size: float = 10.0, bold: bool = False) -> QFont:
+    if _current.grows:
+        point_size = max(point_size, MIN_GROWING_POINTS)
     qfont = QFont()
-    qfont.setPointSizeF(point_size * _current.font_scale)
+    qfont.setPointSizeF(point_size * font_factor())
     qfont.setBold(bold)
     return qfont
 
 
+def _scale_for(size: tuple[int, int] | None) -> float:
+    if not _current.grows or size is None:
+        return 1.0
+    ratio = min(size[0] / DESIGN_SIZE[0], size[1] / DESIGN_SIZE[1])
+    # In steps of 1/20: a window dragged a few pixels larger does not rescale everything.
+    return max(1.0, min(MAX_SCREEN_SCALE, math.floor(ratio * 20 + 1e-9) / 20))
+
+
+def scale_for(width: int, height: int) -> float:
+    """The scale `fit_to(width, height)` would set in the current look."""
+    return _scale_for((int(width), int(height)))
+
+
+def fit_to(width: int, height: int) -> bool:
+    """Tell the theme the size of the page that shows a figure (FigurePage does, on
+    resize). In a look that grows, text and lines scale with it from DESIGN_SIZE up; when
+    the scale changes, the application font follows and `look.changed` is emitted.
+    Returns whether the scale changed."""
+    global _page_size, _screen_scale
+    _page_size = (int(width), int(height))
+    scale = _scale_for(_page_size)
+    if scale == _screen_scale:
+        return False
+    _screen_scale = scale
+    _apply_font(QApplication.instance())
+    look.changed.emit()
+    return True
+
+
+def _apply_font(app: QApplication | None) -> None:
+    if app is not None:
+        base = QFont(app.font())
+        base.setPointSizeF(10.0 * _current.font_scale * _text_scale * _screen_scale)
+        if base != app.font():
+            app.setFont(base)
+
+
 def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -> Theme:
-    """Make `name` the current theme: Qt palette and base font. Plots read the theme when
-    they are built (gpuviz.core.plots), so views built afterwards follow it."""
-    global _current, _text_scale
+    """Make `name` the current theme: Qt palette and base font, then `look.changed`. Plots
+    read colours when they are built (gpuviz.core.plots), so a new look's colours need a
+    rebuilt view; sizes (fonts, pens) follow in place (FigureView.apply_look)."""
+    global _current, _text_scale, _screen_scale
     _current = THEMES.get(name, DARK)
     _text_scale = text_scale
+    _screen_scale = _scale_for(_page_size)
     app = app or QApplication.instance()
     if app is not None:
         palette = QPalette()
@@ -233,9 +315,8 @@ def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -
         palette.setColor(QPalette.Disabled, QPalette.WindowText, QColor(_current.muted))
         palette.setColor(QPalette.Disabled, QPalette.ButtonText, QColor(_current.muted))
         app.setPalette(palette)
-        base = QFont(app.font())
-        base.setPointSizeF(10.0 * _current.font_scale * text_scale)
-        app.setFont(base)
+        _apply_font(app)
+    look.changed.emit()
     return _current
 
 

@@ -84,7 +84,7 @@ class MergeView(FigureView):
         # too), so it never covers the curves: the plot's layout keeps its room.
         item.setYRange(-self._bound, self._bound, padding=0)
         self.legend = pg.LegendItem(labelTextColor=theme.color("text"),
-                                    labelTextSize=f"{9 * theme.current().font_scale:.0f}pt")
+                                    labelTextSize=f"{9 * theme.font_factor():.1f}pt")
         self.legend.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
         item.layout.addItem(self.legend, 2, 3, 2, 1, Qt.AlignTop)
         item.legend = self.legend  # where curve() and legend_entry() add their rows

@@ -46,7 +46,7 @@ class MemoryHierarchyView(FigureView):
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.35)
         # Room for the longest level name ("Shared memory / L1").
-        item.getAxis("left").setWidth(int(135 * theme.current().font_scale))
+        item.getAxis("left").setWidth(int(135 * theme.font_factor()))
         self.bars = CellGrid()  # opaque, unantialiased rectangles: cheap to repaint
         self.bars.clicked.connect(self._on_bar)
         item.addItem(self.bars)

@@ -1,0 +1,129 @@
+"""Lecture-hall scale (issue 11): in the projector look everything drawn grows with the
+window from the 1280x800 design size, so that at 1920x1080 no drawn text is under 20 px,
+tick labels, readouts and controls are at least 24 px, and each plot's drawn content
+spans a good part of it. The dark look keeps its sizes at any window size, and a
+window that shrinks again comes back to the sizes it would have been built with."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QGraphicsView
+
+from gpuviz import catalog, theme
+from tests import figure_driver as drive
+
+FIGURES = catalog.all_figures()
+IDS = [spec.number for spec in FIGURES]
+LECTURE = (1920, 1080)
+MIN_TEXT_PX = 20.0
+MIN_TICK_PX = 24.0
+MIN_WIDGET_PX = 24.0
+# A diagram keeps its aspect, so it fills its plot in one direction only: its drawing
+# must span most of the plot's width or height, and a fair part of its area.
+MIN_SPAN = 0.8
+MIN_AREA = 0.3
+
+
+@pytest.fixture
+def build(qapp, qtbot):
+    """build(spec, look, size) -> the page, settled; the dark look at 1280x800 after."""
+
+    def make(spec, look: str, size: tuple[int, int]):  # noqa: ANN001, ANN202
+        theme.apply(look, qapp)
+        page = drive.build_page(spec, size)
+        qtbot.addWidget(page)
+        for _ in range(3):
+            drive.settle()
+        return page
+
+    yield make
+    theme.apply("dark", qapp)
+    theme.fit_to(1280, 800)
+
+
+def pixels(qfont) -> float:  # noqa: ANN001
+    return qfont.pixelSize() if qfont.pixelSize() > 0 else qfont.pointSizeF() * 96 / 72
+
+
+def content_span(view: QGraphicsView) -> tuple[float, float]:
+    """The share of the plot's width and height that the bounding box of everything
+    painted (all but the background colour) covers."""
+    image = view.grab().toImage().convertToFormat(QImage.Format_RGB32)
+    width, height = image.width(), image.height()
+    rows = np.frombuffer(image.constBits(), dtype=np.uint32).reshape(
+        height, image.bytesPerLine() // 4)[:, :width]
+    values, counts = np.unique(rows, return_counts=True)
+    ys, xs = np.nonzero(rows != values[counts.argmax()])
+    if not len(xs):
+        return 0.0, 0.0
+    return (xs.max() - xs.min() + 1) / width, (ys.max() - ys.min() + 1) / height
+
+
+@pytest.mark.parametrize("spec", FIGURES, ids=IDS)
+def test_lecture_hall_sizes_at_1920x1080(spec, build):
+    page = build(spec, "projector", LECTURE)
+    texts = page.view.text_items()
+    assert texts, "the framework found no text in the plots"
+    smallest = min(texts, key=lambda item: item[1])
+    assert smallest[1] >= MIN_TEXT_PX - 0.05, smallest
+    ticks = [size for text, size in texts if text.endswith(" ticks>")]
+    assert all(size >= MIN_TICK_PX for size in ticks), ticks
+    for widget in (page.view.readouts, page.view.controls, page.view.message):
+        assert pixels(widget.font()) >= MIN_WIDGET_PX, type(widget).__name__
+    for view in page.findChildren(QGraphicsView):
+        if view.isVisible():
+            span = content_span(view)
+            assert max(span) >= MIN_SPAN and span[0] * span[1] >= MIN_AREA, span
+
+
+@pytest.mark.parametrize("number", ("1.3", "3.2", "4.5"))
+def test_the_dark_look_keeps_its_sizes(number, build):
+    spec = catalog.figure(number)
+    small = sorted(build(spec, "dark", (1280, 800)).view.text_items())
+    large = sorted(build(spec, "dark", LECTURE).view.text_items())
+    assert [size for _, size in small] == [size for _, size in large]
+
+
+@pytest.mark.parametrize("number", ("2.2", "3.3", "4.2"))
+def test_a_window_that_shrinks_again_draws_as_if_built_there(number, build):
+    spec = catalog.figure(number)
+    page = build(spec, "projector", LECTURE)
+    page.resize(1280, 800)
+    for _ in range(3):
+        drive.settle()
+    direct = build(spec, "projector", (1280, 800))
+    assert sorted(page.view.text_items()) == sorted(direct.view.text_items())
+
+
+def test_the_scale_follows_the_window_in_steps(qapp):
+    try:
+        theme.apply("projector", qapp)
+        theme.fit_to(1280, 800)
+        assert theme.screen_scale() == 1.0
+        theme.fit_to(1920, 1080)  # the height limits it: 1080 / 800
+        assert theme.screen_scale() == pytest.approx(1.35)
+        theme.fit_to(1925, 1083)  # a few pixels do not rescale everything
+        assert theme.screen_scale() == pytest.approx(1.35)
+        theme.fit_to(2560, 1440)
+        assert theme.screen_scale() == pytest.approx(1.8)
+        theme.fit_to(800, 600)  # never smaller than the design
+        assert theme.screen_scale() == 1.0
+        theme.fit_to(1920, 1080)
+        theme.apply("dark", qapp)  # the normal look does not grow
+        assert theme.screen_scale() == 1.0 and theme.font_factor() == 1.0
+    finally:
+        theme.apply("dark", qapp)
+        theme.fit_to(1280, 800)
+
+
+def test_a_dragged_edge_rescales_once_the_size_rests(build, qtbot):
+    page = build(catalog.figure("1.3"), "projector", (1280, 800))
+    page.resize(1380, 870)  # a small step (1.05): not at once, after the drag
+    drive.settle()
+    assert theme.screen_scale() == 1.0
+    qtbot.waitUntil(lambda: theme.screen_scale() == pytest.approx(1.05), timeout=2000)
+    page.resize(1920, 1080)  # a large step: at once
+    drive.settle()
+    assert theme.screen_scale() == pytest.approx(1.35)
