@@ -24,14 +24,13 @@ def _legend(entries: tuple[tuple[str, str], ...]) -> str:
                            for role, text in entries)
 
 
-def _category_plot(title: str, y_label: str):  # noqa: ANN202
-    plot = plot_widget("", y_label, y_unit=None)
+def _category_plot(y_label: str):  # noqa: ANN202
+    plot = plot_widget("", y_label)
     item = plot.getPlotItem()
     item.setXRange(-0.5, len(STAGES) - 0.5, padding=0.02)
     item.getAxis("bottom").setTicks([[(i, STAGE_NAMES[s]) for i, s in enumerate(STAGES)],
                                      []])
     item.showGrid(x=False, y=True, alpha=0.25)
-    item.setTitle(title)
     return plot
 
 
@@ -40,7 +39,7 @@ class ZeroStagesView(FigureView):
         for name in ("preset", "gpus", "gpu"):
             self.controls.add(name)
 
-        self.states_plot = _category_plot("Model states of one GPU", "GB per GPU")
+        self.states_plot = _category_plot("Model states per GPU (GB)")
         item = self.states_plot.getPlotItem()
         self.state_bars = CellGrid()
         item.addItem(self.state_bars)
@@ -57,7 +56,7 @@ class ZeroStagesView(FigureView):
         legend.setPos(4, 2)
         self.add_plot(self.states_plot, 3)
 
-        self.sent_plot = _category_plot("Bytes each GPU sends per step", "GB per GPU")
+        self.sent_plot = _category_plot("Sent per GPU per step (GB)")
         sitem = self.sent_plot.getPlotItem()
         self.sent_bars = CellGrid()
         sitem.addItem(self.sent_bars)

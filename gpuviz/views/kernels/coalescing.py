@@ -100,8 +100,9 @@ class CoalescingView(FigureView):
         item.addItem(self.current)
         self.current_label = text_item(anchor=(0.5, 1), size=13, bold=True)
         item.addItem(self.current_label)
-        self.add_plot(canvas, 3)
-        self.add_plot(self.sweep_plot, 2)
+        # The sector rows are wide and short: the chart below takes the height they leave.
+        self.add_plot(canvas, 2)
+        self.add_plot(self.sweep_plot, 3)
         self._rows = 0
         self._sweep_offset = -1
 
