@@ -368,6 +368,10 @@ class PlacedTextLayer(TextLayer):
         self._drawn: dict[int, tuple] = {}  # what each shown label looks like, placed
         self._dirty = True
 
+    def apply_look(self) -> None:
+        super().apply_look()
+        self._key = None  # every label has a new size: place them all again
+
     def set_candidates(self, label: LayerLabel,
                        places: list[tuple[float, float, float, float]]) -> None:
         """(x, y, ax, ay) in data units and anchor fractions, the preferred first."""

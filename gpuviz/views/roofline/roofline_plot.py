@@ -42,7 +42,9 @@ LABEL_ANCHORS = {
 # The sides of a point, nearest first, then a line further out (a crowded cluster).
 AROUND = ((-0.08, 0.5), (1.08, 0.5), (-0.05, 1.05), (1.05, -0.05), (1.05, 1.05),
           (-0.05, -0.05), (0.5, 1.2), (0.5, -0.2), (-0.05, -1.1), (1.05, 2.1),
-          (-0.05, 2.1), (1.05, -1.1), (0.5, 2.3), (0.5, -1.3))
+          (-0.05, 2.1), (1.05, -1.1), (0.5, 2.3), (0.5, -1.3),
+          # Farther out, for the crowd near intensity 1 at lecture-hall sizes.
+          (1.05, 3.2), (-0.05, 3.2), (1.05, -2.2), (-0.05, -2.2), (0.5, 3.4), (0.5, -2.4))
 
 
 class DraggablePoints(pg.ScatterPlotItem):
