@@ -383,8 +383,9 @@ LESSONS: tuple[Lesson, ...] = (
             "zero"),
         FigureSpec(
             "8.2", "bucketing", "Gradient buckets overlap the backward pass",
-            "The backward pass of 24 layers of 50 M parameters on 8 GPUs, last layer first "
-            "(blue), and the all-reduce of each gradient bucket on the network (aqua). Violet "
+            "The backward pass of 24 layers of 50 M parameters on 8 GPUs at 400 TFLOP/s, last "
+            "layer first (blue), and the all-reduce of each gradient bucket on the network "
+            "(aqua); below, the end of the step enlarged. Violet "
             "is time the GPU has finished its backward work and waits. <i>Try this:</i> from "
             "25 MB buckets, where only the last all-reduce sticks out, drop to 1 MB (each "
             "all-reduce pays the ring's latency again) and then go to a single bucket "
@@ -403,11 +404,11 @@ LESSONS: tuple[Lesson, ...] = (
             animated=True),
         FigureSpec(
             "8.4", "overlap", "When does the all-reduce hide?",
-            "The curve is the all-reduce time divided by the backward time, against the "
-            "tokens each GPU processes; under the dashed line at 1 the communication can "
-            "hide. The bars are the two times for your settings. <i>Try this:</i> guess the "
-            "token count where the curve crosses 1 and press Reveal. Then drag the model "
-            "size: both bars grow, yet the curve stays where it is.",
+            "The dot is the all-reduce time divided by the backward time at your tokens per "
+            "GPU; under the dashed line at 1 the communication can hide. The bars are the two "
+            "times (log scale). <i>Try this:</i> guess the token count where the ratio "
+            "reaches 1 and press Reveal to draw the whole curve. Then drag the model size: "
+            "both bars move, yet the curve and its crossing stay where they are.",
             "data_parallel:OverlapModel", "data_parallel.overlap:OverlapView", "overlap"),
     )),
     Lesson(9, "tensor_pipeline", "Tensor and pipeline parallelism", "09-tensor-pipeline.md"),

@@ -20,7 +20,7 @@ from PySide6.QtGui import QColor
 
 from gpuviz import theme
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.plots import CellGrid, Segment, pen
+from gpuviz.core.plots import CellGrid, Legend, Segment, pen
 from gpuviz.models.schedule import Schedule, Task
 
 BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
@@ -54,6 +54,7 @@ class Timeline(QObject):
         self._given = np.zeros((0, 4))  # lane, start, end, id of every box given
         self._lanes: tuple[str, ...] = ()
         self._labels: tuple[str, ...] = ()
+        self.legend: Legend | None = None
         self._time_limit = 0.0
         self.set_lanes(lanes, labels)
 
@@ -68,7 +69,23 @@ class Timeline(QObject):
         self._lanes, self._labels = lanes, labels
         item = self.plot.getPlotItem()
         item.getAxis("left").setTicks([list(enumerate(labels)), []])
-        item.setYRange(-0.6, len(lanes) - 0.4, padding=0)
+        self._fit_lanes()
+
+    def add_legend(self, entries: Sequence[tuple[str, QColor]], columns: int = 3) -> Legend:
+        """The shared Legend under the last lane, with room kept for it (idle-coloured
+        swatches are hatched, as the idle shading is)."""
+        self.legend = Legend(self.plot.getPlotItem(), anchor=(0, 1), columns=columns)
+        for label, fill in entries:
+            self.legend.add_box(label, fill)
+        self.plot.getPlotItem().getViewBox().sigResized.connect(self._fit_lanes)
+        self._fit_lanes()
+        return self.legend
+
+    def _fit_lanes(self) -> None:
+        low, high = -0.6, len(self._lanes) - 0.4
+        if self.legend is not None:
+            high = self.legend.end_with_room(low, high)
+        self.plot.getPlotItem().setYRange(low, high, padding=0)
 
     def lane(self, name: str) -> int:
         return self._lanes.index(name)

@@ -226,10 +226,15 @@ def units_in_full(result: Schedule, units: int, reshard: bool
         else:
             events.append((gathered, 1))
         events.append((result.end[result.index(f"B{i}")], -1))
-    events.sort(key=lambda e: (e[0], e[1]))  # a release before a gather at the same time
-    times = np.array([0.0] + [e[0] for e in events])
-    counts = np.concatenate([[0], np.cumsum([e[1] for e in events])])
-    return times, counts
+    # Events at one instant count together (a unit freed as the next is gathered is no
+    # dip), then the count steps at each distinct time.
+    at = np.array([e[0] for e in events])
+    step = np.array([e[1] for e in events])
+    times, where = np.unique(at, return_inverse=True)
+    counts = np.cumsum(np.bincount(where, weights=step, minlength=len(times)))
+    if times[0] > 0:
+        times, counts = np.r_[0.0, times], np.r_[0.0, counts]
+    return times, np.rint(counts).astype(int)
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,8 +280,8 @@ class ZeroStagesModel(FigureModel):
         for stage, sent in zip(STAGES, out.sent, strict=True):
             rows[f"{stage}_sent"] = Readout(f"{STAGE_NAMES[stage]} sends / GPU",
                                             sent / GB, "GB")
-        ratio = out.sent[3] / out.sent[0] if out.sent[0] else 1.5
-        rows["ratio"] = Readout("ZeRO-3 / DDP traffic", ratio, "×")
+        rows["ratio"] = (Readout("ZeRO-3 / DDP traffic", out.sent[3] / out.sent[0], "×")
+                         if out.sent[0] else Readout("ZeRO-3 / DDP traffic", "—"))
         rows["memory"] = Readout(f"{gpu(self.gpu).short_name} memory", out.memory / GB, "GB")
         return rows
 

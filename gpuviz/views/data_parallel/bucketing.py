@@ -9,7 +9,6 @@ import numpy as np
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import plot_widget
-from gpuviz.core.text import rich_text
 from gpuviz.core.timeline import Timeline
 from gpuviz.models.data_parallel import LAYERS
 from gpuviz.models.roofline import time_readout
@@ -17,13 +16,6 @@ from gpuviz.models.roofline import time_readout
 LANES = ("Backward", "All-reduce")
 MS = 1e-3
 MAX_BUCKET_TEXTS = 40  # more buckets than this: too narrow to label
-
-
-def _legend() -> str:
-    entries = (("compute", "backward of a layer"), ("network", "all-reduce of a bucket"),
-               ("idle", "exposed: the GPU waits"))
-    return " &nbsp; ".join(f"<span style='color:{theme.color(role).name()}'>■</span> {text}"
-                           for role, text in entries)
 
 
 def time_text(seconds: float) -> str:
@@ -39,10 +31,10 @@ class BucketingView(FigureView):
         self.plot.getPlotItem().setLabel("bottom", "Time (ms)")
         self.timeline = Timeline(self.plot, LANES)
         self.timeline.clicked.connect(self._read_box)
-        legend = rich_text(_legend(), 9, anchor=(0, 1))
-        legend.setParentItem(self.plot.getPlotItem().getViewBox())
-        self._legend = legend
-        self.plot.getPlotItem().getViewBox().sigResized.connect(self._place_legend)
+        self.timeline.add_legend([
+            ("backward of a layer", theme.color("compute")),
+            ("all-reduce of a bucket", theme.color("network")),
+            ("exposed: the GPU waits", theme.color("idle"))])
         self.add_plot(self.plot, 3)
 
         # The exposed part is often a sliver of the step: the end of it, enlarged.
@@ -51,9 +43,6 @@ class BucketingView(FigureView):
         self.zoom.clicked.connect(self._read_box)
         self.add_plot(self.zoom_plot, 2)
         self._picked: int | None = None
-
-    def _place_legend(self) -> None:
-        self._legend.setPos(4, self.plot.getPlotItem().getViewBox().height() - 2)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -88,6 +77,7 @@ class BucketingView(FigureView):
         if self._picked is not None:
             return self._box_text(self._picked)
         per_bucket = out.end[0] - out.start[0]
+        late = np.flatnonzero(out.end > out.backward_time * (1 + 1e-12))
         if out.buckets == 1:
             return (f"One bucket: the all-reduce of all {out.bucket_bytes[0] / 1e6:,.0f} MB "
                     f"starts only when the backward pass is over, and all "
@@ -96,9 +86,13 @@ class BucketingView(FigureView):
             return (f"Each bucket's all-reduce ({time_text(per_bucket)}) takes longer than "
                     f"the backward work that fills the next one ({time_text(out.ready[0])}): "
                     f"the all-reduces queue up and {time_text(out.exposed)} is exposed.")
-        return (f"Each all-reduce ({time_text(per_bucket)}) ends before the next bucket is "
-                f"full ({time_text(out.ready[0])}), so only the last one sticks out: "
-                f"{time_text(out.exposed)} exposed. Click a box to read it.")
+        if len(late) == 1 and late[0] == out.buckets - 1:
+            return (f"Each all-reduce ({time_text(per_bucket)}) ends before the next bucket "
+                    f"is full ({time_text(out.ready[0])}), so only the last one sticks out: "
+                    f"{time_text(out.exposed)} exposed. Click a box to read it.")
+        return (f"{len(late)} all-reduces are still running when the backward pass ends "
+                f"(the last bucket holds only the {out.bucket_bytes[-1] / 1e6:,.3g} MB left "
+                f"over): {time_text(out.exposed)} exposed.")
 
     def _box_text(self, index: int) -> str:
         out = self.model.out

@@ -8,7 +8,6 @@ from PySide6.QtCore import Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import Segment, curve, pen, plot_widget
-from gpuviz.core.text import rich_text
 from gpuviz.core.timeline import Timeline
 from gpuviz.models.data_parallel import COMM_STREAM, COMPUTE_STREAM
 from gpuviz.models.roofline import time_text
@@ -20,14 +19,6 @@ KIND_ROLES = {"forward": "compute", "backward": "compute", "gather": "network",
               "scatter": "network"}
 
 
-def _legend() -> str:
-    entries = (("compute", "forward and backward of a unit"),
-               ("network", "all-gather (AG) and reduce-scatter (RS)"),
-               ("idle", "compute waits"))
-    return " &nbsp; ".join(f"<span style='color:{theme.color(role).name()}'>■</span> {text}"
-                           for role, text in entries)
-
-
 class FsdpView(FigureView):
     step_label = "Next task"
 
@@ -37,10 +28,10 @@ class FsdpView(FigureView):
         self.plot = plot_widget("Time (ms)")
         self.timeline = Timeline(self.plot, LANES, LANE_NAMES)
         self.timeline.clicked.connect(self._read_box)
-        legend = rich_text(_legend(), 9, anchor=(0, 1))
-        legend.setParentItem(self.plot.getPlotItem().getViewBox())
-        self._legend = legend
-        self.plot.getPlotItem().getViewBox().sigResized.connect(self._place_legend)
+        self.timeline.add_legend([
+            ("forward and backward of a unit", theme.color("compute")),
+            ("all-gather (AG) and reduce-scatter (RS)", theme.color("network")),
+            ("compute waits", theme.color("idle"))])
         self.add_plot(self.plot, 3)
 
         self.count_plot = plot_widget("Time (ms)", "Units in full")
@@ -50,9 +41,6 @@ class FsdpView(FigureView):
         self.count_playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         citem.addItem(self.count_playhead)
         self.add_plot(self.count_plot, 2)
-
-    def _place_legend(self) -> None:
-        self._legend.setPos(4, self.plot.getPlotItem().getViewBox().height() - 2)
 
     def refresh(self) -> None:
         out = self.model.out

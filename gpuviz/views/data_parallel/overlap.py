@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling, set_log_ranges
+from gpuviz.core.log_axes import set_log_ranges, set_time_ticks
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
@@ -19,6 +19,9 @@ from gpuviz.models.roofline import time_text
 
 X_RANGE = (math.log10(OVERLAP_TOKENS[0]), math.log10(OVERLAP_TOKENS[-1]))
 Y_RANGE = (-3.0, 3.0)  # log10 of the ratio
+# The bars' time axis, log10 seconds: fixed, so a bigger model visibly moves both bars
+# (every setting of the sliders lands inside it).
+TIME_RANGE = (-5.0, 5.0)
 BAR_ROWS = ("Backward", "All-reduce")
 
 
@@ -46,20 +49,24 @@ class OverlapView(FigureView):
                                     size=9, anchor=(1, 1.05))
         self.one_label.setPos(X_RANGE[1] - 0.05, 0.0)
         self.guess_label = labels.add(role="text", size=9, anchor=(-0.05, 1))
+        # Above and right of the crossing, where the falling curve is not.
         self.answer_label = labels.add(role="highlight", size=10, bold=True,
-                                       anchor=(-0.05, -0.05))
+                                       anchor=(-0.05, 1.05))
         item.addItem(labels)
         self.add_plot(self.plot, 3)
 
-        self.bars_plot = plot_widget("Time for your settings (ms)")
+        self.bars_plot = plot_widget("Time for your settings (log scale)")
         bitem = self.bars_plot.getPlotItem()
         bitem.invertY(True)
         bitem.setYRange(-0.6, 1.6, padding=0)
+        bitem.setXRange(*TIME_RANGE, padding=0)
+        set_time_ticks(bitem.getAxis("bottom"), *TIME_RANGE)
         bitem.getAxis("left").setTicks([list(enumerate(BAR_ROWS)), []])
         bitem.showGrid(x=True, y=False, alpha=0.25)
         self.bars = CellGrid()
         bitem.addItem(self.bars)
-        self.bar_text = TextLayer(QRectF(0, -0.6, 1, 2.2), keep_inside=True)
+        self.bar_text = TextLayer(QRectF(TIME_RANGE[0], -0.6, TIME_RANGE[1] - TIME_RANGE[0],
+                                         2.2), keep_inside=True)
         self.bar_labels = [self.bar_text.add(role="text", size=10, bold=True,
                                              anchor=(0, 0.5)) for _ in BAR_ROWS]
         bitem.addItem(self.bar_text)
@@ -67,17 +74,22 @@ class OverlapView(FigureView):
 
     def refresh(self) -> None:
         out = self.model.out
-        log_t = np.log10(out.tokens)
-        self.ratio.set_data(log_t, np.log10(out.ratio))
+        revealed = self.model.revealed
+        # The curve is the answer: drawn once the learner has guessed and pressed Reveal.
+        if revealed:
+            self.ratio.set_data(np.log10(out.tokens), np.log10(out.ratio))
+        else:
+            self.ratio.set_data([], [])
         x = math.log10(self.model.tokens)
-        self.marker.set_points([x], [math.log10(out.current_ratio)])
+        y = min(max(math.log10(out.current_ratio), Y_RANGE[0]), Y_RANGE[1])
+        self.marker.set_points([x], [y])
 
         guess = math.log10(self.model.guess_tokens)
         self.guess_line.set_data([guess, guess], list(Y_RANGE))
         self.guess_label.setText(f"your guess {self.model.guess_tokens:,}")
         self.guess_label.setPos(guess, Y_RANGE[0] + 0.05)
         threshold = math.log10(out.threshold)
-        if self.model.revealed and X_RANGE[0] <= threshold <= X_RANGE[1]:
+        if revealed and X_RANGE[0] <= threshold <= X_RANGE[1]:
             self.answer_line.set_data([threshold, threshold], [Y_RANGE[0], 0.0])
             self.answer_label.setText(f"T* = {out.threshold:,.0f}")
             self.answer_label.setPos(threshold, 0.0)
@@ -85,18 +97,16 @@ class OverlapView(FigureView):
             self.answer_line.set_data([], [])
             self.answer_label.setText("")
 
-        times_ms = np.array([out.backward, out.allreduce]) * 1e3
-        top = nice_ceiling(times_ms.max() * 1.35)
-        bitem = self.bars_plot.getPlotItem()
-        if self.needs_update("bar_range", top):
-            bitem.setXRange(0, top, padding=0)
-            self.bar_text.set_bounds(QRectF(0, -0.6, top, 2.2))
-        self.bars.set_cells(np.array([(0, i - 0.3, t, 0.6) for i, t in enumerate(times_ms)]),
+        times = np.log10(np.clip([out.backward, out.allreduce], 10 ** TIME_RANGE[0],
+                                 10 ** TIME_RANGE[1]))
+        start = TIME_RANGE[0]
+        self.bars.set_cells(np.array([(start, i - 0.3, t - start, 0.6)
+                                      for i, t in enumerate(times)]),
                             [theme.color("compute"), theme.color("network")])
         for i, (label, seconds) in enumerate(zip(self.bar_labels,
                                                  (out.backward, out.allreduce), strict=True)):
             label.setText(f" {time_text(seconds)}")
-            label.setPos(times_ms[i], i)
+            label.setPos(times[i], i)
         self.predict.sync()
         hides = out.current_ratio <= 1.0
         self.message.show_message(

@@ -4,32 +4,32 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
-from gpuviz.core.text import TextLayer, rich_text
+from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
+from gpuviz.core.text import TextLayer
 from gpuviz.models.data_parallel import GB, STAGE_NAMES, STAGES
 
 BAR_WIDTH = 0.6
 PARTS = (("weights", "compute", "weights (16-bit)"),
          ("gradients", "onchip", "gradients (16-bit)"),
          ("optimizer", "idle", "optimizer states (fp32)"))
+RIGHT_ROOM = 1.1  # categories of room right of the bars for the memory line's label
+TALLEST = 3.0  # the state axis stops at this many GPU memories: taller bars are cut
 
 
-def _legend(entries: tuple[tuple[str, str], ...]) -> str:
-    return " &nbsp; ".join(f"<span style='color:{theme.color(role).name()}'>■</span> {text}"
-                           for role, text in entries)
-
-
-def _category_plot(y_label: str):  # noqa: ANN202
+def _category_plot(y_label: str, right_room: float = 0.0):  # noqa: ANN202
     plot = plot_widget("", y_label)
     item = plot.getPlotItem()
-    item.setXRange(-0.5, len(STAGES) - 0.5, padding=0.02)
-    item.getAxis("bottom").setTicks([[(i, STAGE_NAMES[s]) for i, s in enumerate(STAGES)],
-                                     []])
+    item.setXRange(-0.5, len(STAGES) - 0.5 + right_room, padding=0.02)
+    # "ZeRO-3" on the axis (FSDP is named in the readouts and the caption).
+    item.getAxis("bottom").setTicks([[(i, STAGE_NAMES[s].split(" /")[0])
+                                      for i, s in enumerate(STAGES)], []])
+    item.getAxis("left").enableAutoSIPrefix(False)  # GB stay GB, even for zero traffic
     item.showGrid(x=False, y=True, alpha=0.25)
     return plot
 
@@ -39,22 +39,25 @@ class ZeroStagesView(FigureView):
         for name in ("preset", "gpus", "gpu"):
             self.controls.add(name)
 
-        self.states_plot = _category_plot("Model states per GPU (GB)")
+        # Left the memory each GPU keeps, right what it sends (side by side, as the
+        # caption reads them).
+        self.states_plot = _category_plot("Model states per GPU (GB)", RIGHT_ROOM)
         item = self.states_plot.getPlotItem()
         self.state_bars = CellGrid()
         item.addItem(self.state_bars)
         self.memory_line = Segment(pen("highlight", 2.0, Qt.DashLine))
         item.addItem(self.memory_line)
-        self.state_labels = TextLayer(QRectF(-0.5, 0, len(STAGES), 1), keep_inside=True)
+        self.state_labels = TextLayer(QRectF(-0.5, 0, len(STAGES) + RIGHT_ROOM, 1),
+                                      keep_inside=True)
         self.state_totals = [self.state_labels.add(role="text", size=10, bold=True,
                                                    anchor=(0.5, 1)) for _ in STAGES]
         self.memory_label = self.state_labels.add(role="highlight", size=9,
-                                                  anchor=(1, 1.05))
+                                                  anchor=(0, 0.5))
         item.addItem(self.state_labels)
-        legend = rich_text(_legend(tuple((role, text) for _, role, text in PARTS)), 9)
-        legend.setParentItem(item.getViewBox())
-        legend.setPos(4, 2)
-        self.add_plot(self.states_plot, 3)
+        legend = Legend(item, anchor=(0, 0))
+        # Violet here is the optimizer's memory, not idle hardware: no hatching.
+        for _, role, text in PARTS:
+            legend.add_box(text, theme.color(role), hatch=False)
 
         self.sent_plot = _category_plot("Sent per GPU per step (GB)")
         sitem = self.sent_plot.getPlotItem()
@@ -64,43 +67,53 @@ class ZeroStagesView(FigureView):
         self.sent_texts = [self.sent_labels.add(role="network", size=10, bold=True,
                                                 anchor=(0.5, 1)) for _ in STAGES]
         sitem.addItem(self.sent_labels)
-        self.add_plot(self.sent_plot, 2)
+
+        pair = QWidget()
+        row = QHBoxLayout(pair)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.states_plot, 3)
+        row.addWidget(self.sent_plot, 2)
+        self.add_plot(pair)
         self._ranges: dict[str, float] = {}
 
-    def _set_top(self, name: str, plot, layer: TextLayer, top: float) -> None:  # noqa: ANN001
+    def _set_top(self, name: str, plot, layer: TextLayer, top: float,  # noqa: ANN001
+                 width: float) -> None:
         if self._ranges.get(name) != top:
             self._ranges[name] = top
             plot.getPlotItem().setYRange(0, top, padding=0)
-            layer.set_bounds(QRectF(-0.5, 0, len(STAGES), top))
+            layer.set_bounds(QRectF(-0.5, 0, width, top))
 
     def refresh(self) -> None:
         out = self.model.out
         memory = out.memory / GB
         totals = np.array([s.total for s in out.states]) / GB
-        top = nice_ceiling(max(totals.max(), memory) * 1.15)
-        self._set_top("states", self.states_plot, self.state_labels, top)
+        # A model far too big for the GPU would flatten the other bars: the axis stops at
+        # a few GPU memories and a taller bar is cut, its label saying how tall it is.
+        top = nice_ceiling(max(min(totals.max(), TALLEST * memory), memory) * 1.15)
+        self._set_top("states", self.states_plot, self.state_labels, top,
+                      len(STAGES) + RIGHT_ROOM)
         rects, fills = [], []
         for i, states in enumerate(out.states):
             bottom = 0.0
             for attr, role, _ in PARTS:
-                height = getattr(states, attr) / GB
+                height = min(getattr(states, attr) / GB, max(top - bottom, 0.0))
                 rects.append((i - BAR_WIDTH / 2, bottom, BAR_WIDTH, height))
                 fills.append(theme.color(role))
                 bottom += height
-            fits = totals[i] <= memory
-            self.state_totals[i].setText(format_value(totals[i], "GB")
-                                         + ("" if fits else " (too big)"))
-            self.state_totals[i].setPos(i, totals[i])
-        self.state_bars.set_cells(np.array(rects), fills)
+            cut = totals[i] > top
+            label = format_value(totals[i], "GB") + (" ↑" if cut else "")
+            self.state_totals[i].setText(label)
+            self.state_totals[i].setPos(i, min(totals[i], top))
+        self.state_bars.set_cells(np.array(rects), fills, hatch=[False] * len(fills))
         box = self.states_plot.getPlotItem().getViewBox()
         self.memory_line.set_line(-0.5, memory, len(STAGES) - 0.5, memory,
                                   box.viewPixelSize())
-        self.memory_label.setText(f"GPU memory {memory:,.0f} GB")
-        self.memory_label.setPos(len(STAGES) - 0.5, memory)
+        self.memory_label.setText(f"GPU memory\n{format_value(memory, 'GB')}")
+        self.memory_label.setPos(len(STAGES) - 0.45, memory)
 
         sent = np.array(out.sent) / GB
         self._set_top("sent", self.sent_plot, self.sent_labels,
-                      nice_ceiling(max(sent.max(), 1e-3) * 1.2))
+                      nice_ceiling(max(sent.max(), 1.0) * 1.2), len(STAGES))
         self.sent_bars.set_cells(
             np.array([(i - BAR_WIDTH / 2, 0.0, BAR_WIDTH, s) for i, s in enumerate(sent)]),
             [theme.color("network")] * len(STAGES))
@@ -115,11 +128,10 @@ class ZeroStagesView(FigureView):
                                       "per parameter and sends nothing.")
         elif not fitting:
             self.message.show_message(
-                f"Not even ZeRO-3 fits the model states in {memory:,.0f} GB on "
+                f"Not even ZeRO-3 fits the model states in {format_value(memory, 'GB')} on "
                 f"{out.gpus:,} GPUs: add GPUs.", warn=True)
         else:
             self.message.show_message(
                 f"On {out.gpus:,} GPUs the model states fit with {', '.join(fitting)}. DDP, "
                 f"ZeRO-1 and ZeRO-2 send the same {format_value(sent[0], 'GB')}; ZeRO-3 "
-                "sends 1.5 times "
-                "that, to gather the weights again.")
+                "sends 1.5 times that, to gather the weights again.")

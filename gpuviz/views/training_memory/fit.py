@@ -76,7 +76,8 @@ class FitView(FigureView):
                 fills.append(theme.color(role))
             self.total_labels[x].setText(gb_text(budget.total))
             self.total_labels[x].setPos(x, parts.sum())
-        self.bars.set_cells(np.array(rects), fills)
+        # Violet is the optimizer's memory here, not idle hardware: no hatching.
+        self.bars.set_cells(np.array(rects), fills, hatch=[False] * len(fills))
         after = np.array(out.after.parts) * scale
         bottoms = np.concatenate([[0.0], np.cumsum(after)[:-1]])
         for (_, name), label, bottom, height in zip(COMPONENTS, self.part_labels, bottoms,
