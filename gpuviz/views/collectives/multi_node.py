@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import CellGrid, Dots, brush, curve, opaque_blend, pen, plot_widget
+from gpuviz.core.plots import Dots, brush, curve, opaque_blend, pen, plot_widget
 from gpuviz.core.text import TextLayer
+from gpuviz.core.timeline import Timeline
 from gpuviz.models.alpha_beta import GB
 from gpuviz.models.collectives import NODES_MAX, MultiNodeOut
 from gpuviz.models.roofline import time_text
 
 MS = 1e-3
-ROWS = {"NVLink": 1.0, "network": 0.0}  # bottom of each lane of the timeline
-LANE = 0.7  # height of a lane's bars
+LANES = ("NVLink", "network")  # top to bottom
 STEP_GAP = 0.12  # of a step, left empty so single steps stay visible
 LIGHT_ALPHA = 110  # NVLink phases: a lighter aqua than the network's
 
@@ -31,18 +30,13 @@ class MultiNodeView(FigureView):
 
         self.timeline = plot_widget("Time (ms)", "")
         item = self.timeline.getPlotItem()
-        item.setYRange(-0.15, 1.0 + LANE + 0.55, padding=0)
-        item.getAxis("left").setTicks([[(ROWS["NVLink"] + LANE / 2, "NVLink"),
-                                        (ROWS["network"] + LANE / 2, "network")]])
-        item.showGrid(x=True, y=False, alpha=0.25)
-        # Room for the lane names, which are longer than the numbers the axis expects.
-        names = QFontMetricsF(theme.font(9))
-        item.getAxis("left").setWidth(int(max(names.horizontalAdvance(n) for n in ROWS)) + 14)
-        self.bars = CellGrid()
-        item.addItem(self.bars)
+        self.lanes = Timeline(self.timeline, LANES)
+        self.lanes.add_legend([
+            ("NVLink step", opaque_blend("network", LIGHT_ALPHA)),
+            ("network step, hierarchical", theme.color("network")),
+            ("network hop of the flat ring", theme.color("highlight"))])
         self.bound = curve(item, pen("neutral", 2.0, Qt.DashLine))
         self.text = TextLayer(QRectF(0, -1, 1, 4), keep_inside=True)
-        self.title = self.text.add(bold=True, size=10, anchor=(0, 0))
         self.bound_label = self.text.add(size=9, role="text", anchor=(-0.05, 0.5))
         item.addItem(self.text)
         self._x_max = 0.0
@@ -70,22 +64,19 @@ class MultiNodeView(FigureView):
         scheme = self.model.scheme
         run = out.chosen(scheme)
         x_max = nice_ceiling(max(out.flat.total, out.hierarchical.total) / MS * 1.05)
-        item = self.timeline.getPlotItem()
         if x_max != self._x_max:  # moves in 1-2-5 steps
             self._x_max = x_max
-            item.setXRange(0, x_max, padding=0)
+            self.lanes.set_time_range(x_max, exact=True)
             self.text.set_bounds(QRectF(0, -1, x_max, 4))
         key = (scheme, out.nodes, out.gpus_per_node, out.n, run.total, out.nvlink_hop)
         if self.needs_update("bars", key):
             self._draw_bars(out, scheme)
         busbw = run.bus_bandwidth(out.n, out.ranks) / GB
-        self.title.setText(f"{'Hierarchical' if scheme == 'hierarchical' else 'Flat ring'}, "
-                           f"{out.nodes} × {out.gpus_per_node} GPUs: {time_text(run.total)}, "
-                           f"bus bandwidth {busbw:,.1f} GB/s")
-        self.title.setPos(0.0, 1.0 + LANE + 0.5)
         self._draw_bandwidth(out)
         nic = out.inter.bandwidth / GB
         self.message.show_message(
+            f"{'Hierarchical' if scheme == 'hierarchical' else 'Flat ring'}, {out.nodes} × "
+            f"{out.gpus_per_node} GPUs: {time_text(run.total)}. "
             f"Bus bandwidth {busbw:,.1f} GB/s is {format_value(busbw / nic, '×')} one NIC's "
             f"{nic:,.0f} GB/s." + (" The hierarchy sends only n/G per GPU over the network "
                                    "and uses all G NICs of a node at once."
@@ -94,36 +85,42 @@ class MultiNodeView(FigureView):
                                    if out.nodes > 1 else " One node: only NVLink is used."))
 
     def _draw_bars(self, out: MultiNodeOut, scheme: str) -> None:
-        rects, fills = [], []
+        """Every step of the chosen scheme as a box on its link's lane (a gap of STEP_GAP
+        keeps single steps apart)."""
+        lanes, starts, widths, fills = [], [], [], []
         light = opaque_blend("network", LIGHT_ALPHA)
+        nvlink, network = LANES.index("NVLink"), LANES.index("network")
         if scheme == "hierarchical":
             for phase in out.hierarchical.phases:
-                row = ROWS["NVLink"] if phase.link == "NVLink" else ROWS["network"]
-                color = light if phase.link == "NVLink" else theme.color("network")
-                starts = phase.start + phase.step_time * np.arange(phase.steps)
-                rects += [(s / MS, row, phase.step_time * (1 - STEP_GAP) / MS, LANE)
-                          for s in starts.tolist()]
-                fills += [color] * phase.steps
+                on_nvlink = phase.link == "NVLink"
+                step_starts = phase.start + phase.step_time * np.arange(phase.steps)
+                lanes += [nvlink if on_nvlink else network] * phase.steps
+                starts += step_starts.tolist()
+                widths += [phase.step_time * (1 - STEP_GAP)] * phase.steps
+                fills += [light if on_nvlink else theme.color("network")] * phase.steps
             net_start = out.hierarchical.phases[1].start
         else:
             phase = out.flat.phases[0]
-            starts = phase.step_time * np.arange(phase.steps)
+            step_starts = (phase.step_time * np.arange(phase.steps)).tolist()
             over_network = out.nodes > 1
             hop = out.nvlink_hop if over_network else phase.step_time
-            rects += [(s / MS, ROWS["NVLink"], hop * (1 - STEP_GAP) / MS, LANE)
-                      for s in starts.tolist()]
+            lanes += [nvlink] * phase.steps
+            starts += step_starts
+            widths += [hop * (1 - STEP_GAP)] * phase.steps
             fills += [light] * phase.steps
             if over_network:
-                rects += [(s / MS, ROWS["network"], phase.step_time * (1 - STEP_GAP) / MS,
-                           LANE) for s in starts.tolist()]
+                lanes += [network] * phase.steps
+                starts += step_starts
+                widths += [phase.step_time * (1 - STEP_GAP)] * phase.steps
                 fills += [theme.color("highlight")] * phase.steps
             net_start = 0.0
-        self.bars.set_cells(np.array(rects, dtype=float).reshape(-1, 4), fills)
+        start = np.array(starts) / MS
+        self.lanes.set_boxes(np.array(lanes), start, start + np.array(widths) / MS, fills)
         if out.nodes > 1:
             x = (net_start + out.lower_bound) / MS
-            self.bound.set_data([x, x], [ROWS["network"] - 0.1, ROWS["network"] + LANE + 0.1])
+            self.bound.set_data([x, x], [network - 0.45, network + 0.45])
             self.bound_label.setText(f"network bound {time_text(out.lower_bound)}")
-            self.bound_label.setPos(x, ROWS["network"] + LANE + 0.15)
+            self.bound_label.setPos(x, network - 0.5)
             self.bound_label.setVisible(True)
         else:
             self.bound.set_data([], [])
