@@ -835,7 +835,7 @@ class Legend(pg.GraphicsObject):
         self._statics: list[QStaticText] = []
         self._size = (0.0, 0.0)
         self._cells: list[QRectF] = []
-        box.sigResized.connect(self._place)
+        box.sigResized.connect(self._resized)
         if at is not None:
             box.sigTransformChanged.connect(self._place)
 
@@ -908,8 +908,14 @@ class Legend(pg.GraphicsObject):
             static.prepare(QTransform(), self._font)
             self._statics.append(static)
             widths.append(swatch * 1.6 + pad + static.size().width())
+        # As many of the asked-for columns as fit the view's width (a lecture-size font
+        # needs more rows, not a legend cut at the edge).
+        room = self._box.width() - 2 * self._offset
         columns = min(self._columns, max(1, len(self._rows)))
         col_widths = [max(widths[c::columns], default=0.0) for c in range(columns)]
+        while columns > 1 and room > 0 and sum(col_widths) + 2 * pad * columns > room:
+            columns -= 1
+            col_widths = [max(widths[c::columns], default=0.0) for c in range(columns)]
         self._cells = []
         for index in range(len(self._rows)):
             column, row = index % columns, index // columns
@@ -921,6 +927,12 @@ class Legend(pg.GraphicsObject):
                       2 * pad + rows * height * 1.25 - height * 0.25) if rows else (0.0, 0.0)
         self._place()
         self.update()
+
+    def _resized(self) -> None:
+        if self._columns > 1 and len(self._rows) > 1:
+            self._lay_out()  # the number of columns that fit may change
+        else:
+            self._place()
 
     def _place(self) -> None:
         width, height = self._size
