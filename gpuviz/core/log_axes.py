@@ -48,12 +48,15 @@ def set_log_ranges(plot: pg.PlotItem, x_range: tuple[float, float],
 TIME_NAMES = ((0, "s"), (-3, "ms"), (-6, "µs"), (-9, "ns"), (-12, "ps"))
 
 
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def time_label(exponent: int) -> str:
     """10^exponent seconds as text: 1 µs, 10 µs, 100 µs, 1 ms."""
     for power, unit in TIME_NAMES:
         if exponent >= power:
-            return f"{10 ** (exponent - power):d} {unit}"
-    return f"1e{exponent} s"
+            return f"{10 ** (exponent - power):,d} {unit}"
+    return f"10{str(exponent).translate(SUPERSCRIPTS)} s"
 
 
 def set_time_ticks(axis: pg.AxisItem, low: float, high: float) -> None:
