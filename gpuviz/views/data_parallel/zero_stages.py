@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.text import TextLayer
@@ -89,7 +89,8 @@ class ZeroStagesView(FigureView):
         totals = np.array([s.total for s in out.states]) / GB
         # A model far too big for the GPU would flatten the other bars: the axis stops at
         # a few GPU memories and a taller bar is cut, its label saying how tall it is.
-        top = nice_ceiling(max(min(totals.max(), TALLEST * memory), memory) * 1.15)
+        top = nice_ceiling(max(min(totals.max(), TALLEST * memory), memory) * 1.15,
+                           FINE_STEPS)
         self._set_top("states", self.states_plot, self.state_labels, top,
                       len(STAGES) + RIGHT_ROOM)
         rects, fills = [], []
