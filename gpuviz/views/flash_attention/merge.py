@@ -67,10 +67,11 @@ class MergeView(FigureView):
         draws = [merge_scores(int(k), keys, self.model.DIMS)
                  for k in range(int(seed.minimum), int(seed.maximum) + 1)]
         self._top = max(float(np.abs(x).max()) for x, _ in draws) + 0.2
-        # The lower chart fits the outputs it can show (o_A, o_B, their average and full
-        # attention over every seed and split), not the raw values. One range for all:
-        # a new range costs about 8 ms here, past the budget when the seed slider moves.
-        self._bound = math.ceil(max(_largest_output(x, v) for x, v in draws) * 1.05 * 2) / 2
+        # The lower chart fits the outputs this seed can show (o_A, o_B, their average and
+        # full attention over every split), in steps of 0.5: a split moves nothing, a new
+        # seed often keeps the range (a new one costs a few milliseconds).
+        self._bounds = [math.ceil(_largest_output(x, v) * 1.05 * 2) / 2 for x, v in draws]
+        self._bound = 0.0
         item.setYRange(-self._top, self._top * 1.45, padding=0)
         item.addItem(self.set_labels)
         self.add_plot(self.scores_plot, 2)
@@ -82,7 +83,6 @@ class MergeView(FigureView):
         item.getAxis("bottom").setTicks([[(i, str(i)) for i in range(dims)]])
         # The legend has a column of its own right of the plot area (beside the x axis
         # too), so it never covers the curves: the plot's layout keeps its room.
-        item.setYRange(-self._bound, self._bound, padding=0)
         self.legend = pg.LegendItem(labelTextColor=theme.color("text"),
                                     labelTextSize=f"{9 * theme.font_factor():.1f}pt")
         self.legend.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
@@ -167,6 +167,10 @@ class MergeView(FigureView):
                                       moving=np.array([[line, -top, line, top * 1.45]]))
         self.set_labels.place()
 
+        bound = self._bounds[self.model.seed - int(self.model.parameter("seed").minimum)]
+        if bound != self._bound:
+            self._bound = bound
+            self.out_plot.getPlotItem().setYRange(-bound, bound, padding=0)
         x = np.arange(self.model.DIMS)
         self.full.set_data(x, s.full.o)
         self.merged.set_data(x, s.merged.o)

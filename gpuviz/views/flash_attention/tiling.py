@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -19,6 +21,7 @@ from gpuviz.models.flash_attention import PHASE_FLASH, PHASE_O, PHASE_P, PHASE_S
 GAP = 0.08
 PREVIEW_ALPHA = 50  # before the first step: the whole picture, faint
 STRIP = 1.4  # distance of the Q, K/V and O strips from the matrix, in tiles
+COUNTERS_AT = (-STRIP, -STRIP - 0.15)  # bottom left corner of the HBM counters
 
 SOURCES = {
     "fa2": "FlashAttention-2 order (Dao 2023, Algorithm 1): a Q block stays on chip, "
@@ -56,6 +59,8 @@ class FlashTilingView(FigureView):
         self._ranges = ((0.0, 1.0), (0.0, 1.0))
         self.box.sigResized.connect(self._fit_range)
         self._legend_for: tuple | None = None
+        self._above: tuple[float, float] = (0.0, 0.0)  # see _measure
+        self._right: list[tuple[float, float]] = []
         self.add_plot(canvas)
         self._geometry: tuple = ()
         self._rects = np.zeros((0, 4))
@@ -89,7 +94,7 @@ class FlashTilingView(FigureView):
         self.q_label.setPos(-STRIP - 0.1, tiles / 2)
         self.k_label.setPos(tiles + 0.1, -STRIP + size / 2)
         self.o_label.setPos(tiles + STRIP + GAP + 0.1, tiles / 2)
-        self.counters.setPos(-STRIP, -STRIP - 0.15)
+        self.counters.setPos(*COUNTERS_AT)
         self._legend()
         self._fit_range()
 
@@ -101,13 +106,46 @@ class FlashTilingView(FigureView):
         width, height = max(self.box.width(), 1.0), max(self.box.height(), 1.0)
         key = self.legend.boundingRect()
         key_w, key_h = key.width() + 8, key.height() + 8
-        beside = min((width - key_w) / (x1 - x0), height / (y1 - y0))
-        above = min(width / (x1 - x0), (height - key_h) / (y1 - y0))
-        if beside >= above:
-            x0 -= key_w / max(beside, 1e-6)
+        beside = self._fit_labels(width - key_w, height)
+        above = self._fit_labels(width, height - key_h)
+        if beside[0] >= above[0]:
+            scale, x1, y0 = beside
+            x0 -= key_w / max(scale, 1e-6)
         else:
-            y0 -= key_h / max(above, 1e-6)
+            scale, x1, y0 = above
+            y0 -= key_h / max(scale, 1e-6)
         self.box.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0.02)
+
+    def _fit_labels(self, width: float, height: float) -> tuple[float, float, float]:
+        """(zoom, right, top): the drawing's range grown to the right and upwards until
+        the labels right of the matrix and the counters over it (pixels, see _measure)
+        fit in width x height pixels. The zoom is the smaller of width / (right - x0) and
+        height / (y1 - top); each side has a closed form for the other one fixed, and the
+        two barely interact."""
+        (x0, right), (top, y1) = self._ranges
+        y, text_h = self._above
+        for _ in range(3):
+            share = text_h / max(height, 1.0)
+            top = min(self._ranges[1][0], y - text_h * (right - x0) / max(width, 1.0),
+                      (y - share * y1) / (1.0 - share) if share < 1.0 else top)
+            needs = [self._ranges[0][1]]
+            for x, text_w in self._right:
+                share = text_w / max(width, 1.0)
+                needs.append(x + text_w * (y1 - top) / max(height, 1.0))
+                if share < 1.0:  # else no range makes room: keep the drawing's own
+                    needs.append((x - share * x0) / (1.0 - share))
+            right = max(needs)
+        return min(width / (right - x0), height / (y1 - top)), right, top
+
+    def _measure(self, longest: str) -> None:
+        """Where the labels start and how many pixels they take: the counters at their
+        longest (the final totals) above the matrix, K/V and O (and the counters) right."""
+        size = QFontMetricsF(self.counters.font()).boundingRect(
+            QRectF(0, 0, 1e4, 1e4), 0, longest).size()
+        self._above = (COUNTERS_AT[1], size.height() + 8)
+        self._right = [(COUNTERS_AT[0], size.width() + 8)] + [
+            (label.pos().x(), label.boundingRect().width() + 8)
+            for label in (self.k_label, self.o_label)]
 
     def refresh(self) -> None:
         s = self.model.out
@@ -192,8 +230,13 @@ class FlashTilingView(FigureView):
         self.cells.set_cells(rects, fills, outlines, outline_width=2.5,
                              hatch=hatch + [False] * (len(fills) - len(hatch)))
 
-        self.counters.setText(f"HBM so far: {_count(s.reads)} read, {_count(s.writes)} "
-                              f"written (elements)")
+        self.counters.setText(_counters_text(s.reads, s.writes))
+        # The range leaves room for the labels (measured again only when the counters'
+        # final totals, the tile count or the font change).
+        longest = _counters_text(int(sch.reads.sum()), int(sch.writes.sum()))
+        if self.needs_update("label_room", (longest, tiles)):
+            self._measure(longest)
+            self._fit_range()
         self.message.show_message(self._status(s, phase, ci, cj, fa1))
 
     def _status(self, s: object, phase: int, ci: int, cj: int, fa1: bool) -> str:
@@ -250,6 +293,11 @@ class FlashTilingView(FigureView):
             legend.add_box("not written yet", untouched())
             legend.add_box("current tile or row", theme.color("background"),
                            outline=theme.color("highlight"))
+
+
+def _counters_text(reads: int, writes: int) -> str:
+    # Two lines: on one, the counters at lecture sizes are wider than the tiles.
+    return f"HBM so far: {_count(reads)} read,\n{_count(writes)} written (elements)"
 
 
 def _strip() -> object:

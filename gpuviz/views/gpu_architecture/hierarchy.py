@@ -91,10 +91,12 @@ class HierarchyView(FigureView):
                      self.titles):
             self.box.addItem(item)
         self.box.setRange(xRange=(0, WIDTH), yRange=(-2.0, HEIGHT), padding=0.02)
-        legend = Legend(self.box, anchor=(1, 1), columns=3)  # under the waves
-        legend.add_box("busy", theme.color("compute"))
-        legend.add_box("idle", idle)
-        legend.add_line("selected level", _selection_pen())
+        # The key right under the waves (placed in refresh), not in a far corner; one
+        # column, as wide as the SM panel leaves it at lecture sizes.
+        self.legend = Legend(self.box, anchor=(0, 0), at=(RIGHT_X, HEIGHT))
+        self.legend.add_box("busy", theme.color("compute"))
+        self.legend.add_box("idle", idle)
+        self.legend.add_line("selected level", _selection_pen())
         self.add_plot(canvas, 1)
 
     def refresh(self) -> None:
@@ -176,6 +178,7 @@ class HierarchyView(FigureView):
                 f"{out.waves:,} wave{'s' if out.waves != 1 else ''}{more} last "
                 f"{100 * out.last_wave_fill:.0f}% full")
             self.wave_title.setPos(RIGHT_X, wave_top - 0.3)
+            self.legend.set_at((RIGHT_X - 0.3, wave_top + 2.8))
 
         if out.waves == 0:
             message = ("Not even one block fits on an SM.", True)

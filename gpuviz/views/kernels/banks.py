@@ -106,11 +106,13 @@ class BankConflictView(FigureView):
         base_rect = [[0, BAR_BASE, BANKS - 0.1, 0.05]]
         self.bars.set_cells(np.concatenate([bar_rects, base_rect]),
                             bar_fills + [theme.color("muted")])
-        # Beside the busiest bank's bar, at the top of the bars' band: clear of the grid.
+        # Beside the top of the busiest bank's bar: over a short bar, below the top of a
+        # tall one, so it stays in the bars' band, clear of the grid.
         self.degree.setText(f"{out.degree}-way" if hot else str(out.degree))
         right = busiest < BANKS - 6
-        self.degree.setAnchor((0, 0) if right else (1, 0))
-        self.degree.setPos(busiest + CELL if right else busiest, BAR_TOP)
+        tall = heights[busiest] > BAR_HEIGHT / 2
+        self.degree.setAnchor((0 if right else 1, 0 if tall else 1))
+        self.degree.setPos(busiest + CELL if right else busiest, BAR_BASE - heights[busiest])
 
         self._say(out, busiest)
 

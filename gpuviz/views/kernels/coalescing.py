@@ -100,9 +100,10 @@ class CoalescingView(FigureView):
         item.addItem(self.current)
         self.current_label = text_item(anchor=(0.5, 1), size=13, bold=True)
         item.addItem(self.current_label)
-        # The sector rows are wide and short: the chart below takes the height they leave.
-        self.add_plot(canvas, 2)
-        self.add_plot(self.sweep_plot, 3)
+        # Half the height each: eight rows of boxes (stride 8 and up) then grow to the
+        # canvas's width, big enough for their thread numbers at lecture sizes.
+        self.add_plot(canvas, 1)
+        self.add_plot(self.sweep_plot, 1)
         self._rows = 0
         self._sweep_offset = -1
 
