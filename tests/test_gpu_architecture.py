@@ -203,8 +203,12 @@ def test_warp_bars_tile_every_lane(n, c, latency_tens):
     for warp in range(n):
         mine = bars.lane == warp
         start, end, kind = bars.start[mine], bars.end[mine], bars.kind[mine]
+        first = out.starts[out.owners == warp]
+        if not first.size:  # many warps, short horizon: this one never gets to issue
+            assert not start.size
+            continue
         assert np.all(start[1:] == end[:-1])  # no gap, no overlap, in time order
-        assert start[0] == out.starts[out.owners == warp][0] and end[-1] == out.horizon
+        assert start[0] == first[0] and end[-1] == out.horizon
         issue = end[kind == ISSUE] - start[kind == ISSUE]
         assert np.all(issue[:-1] == c)  # the last one may be cut at the horizon
         assert np.all((end - start)[kind == WAIT][:-1] == 10 * latency_tens)

@@ -111,20 +111,25 @@ class Timeline(QObject):
                   ids: np.ndarray | None = None) -> None:
         """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane;
         a click on it emits ids[i] (default i). Without `outlines`, a thin outline in the
-        background colour parts neighbouring boxes of one colour (boxes of a few pixels
-        get none: `OUTLINED`). A text that does not fit its box is left out."""
+        background colour parts touching boxes of one colour on a lane (boxes of a few
+        pixels get none: `OUTLINED`; boxes of other colours need none, and an outline
+        would eat a thin neighbour). A text that does not fit its box is left out."""
         lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
         heights = np.broadcast_to(np.asarray(heights, dtype=float), lanes.shape)
         ids = np.arange(len(lanes)) if ids is None else np.asarray(ids)
         self._given = np.column_stack([lanes, start, end, ids]).reshape(-1, 4)
-        if outlines is None and len(lanes):
-            # Outlines part boxes one can see apart; on thin ones they only cost time.
-            wide = ((end - start) >= OUTLINED * self._span(start, end)).tolist()
+        if not len(lanes):
+            self.boxes.set_cells(np.zeros((0, 4)), [], outlines, texts)
+            return
+        span = self._span(start, end)
+        colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
+        if outlines is None:
+            wide = ((end - start) >= OUTLINED * span) & _touching(lanes, start, end,
+                                                                  colour, span)
             background = theme.color("background")
-            outlines = [background if w else None for w in wide]
+            outlines = [background if w else None for w in wide.tolist()]
         if len(lanes) > MERGE_ABOVE:
-            keep, run_end = _runs(lanes, start, end, heights, fills,
-                                  self._span(start, end))
+            keep, run_end = _runs(lanes, start, end, heights, colour, span)
             single = np.diff(np.append(keep, len(lanes))) == 1
             pick = keep.tolist()
             texts = ([texts[i] if one else "" for i, one in zip(pick, single.tolist(),
@@ -195,13 +200,25 @@ class Timeline(QObject):
         self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
 
 
+def _touching(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, colour: np.ndarray,
+              span: float) -> np.ndarray:
+    """Which boxes touch a box of the same colour (rgba, -1 for none) on their lane."""
+    order = np.lexsort((start, lanes))
+    lane, begin, stop, fill = lanes[order], start[order], end[order], colour[order]
+    pair = ((lane[1:] == lane[:-1]) & (fill[1:] == fill[:-1]) & (fill[1:] >= 0)
+            & (begin[1:] <= stop[:-1] + 1e-9 * span))
+    touching = np.zeros(len(lanes), dtype=bool)
+    touching[order[:-1][pair]] = True
+    touching[order[1:][pair]] = True
+    return touching
+
+
 def _runs(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, heights: np.ndarray,
-          fills: Sequence[QColor | None], span: float) -> tuple[np.ndarray, np.ndarray]:
+          colour: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray]:
     """Boxes to draw when there are many: the first box of each run of thin boxes that
     touch on one lane with one colour and height, and the end of each run. Boxes are
     taken in the order given (each lane's in time order)."""
     thin = (end - start) < THIN * span
-    colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
     joins = np.zeros(len(lanes), dtype=bool)
     joins[1:] = (thin[1:] & thin[:-1] & (lanes[1:] == lanes[:-1])
                  & (colour[1:] == colour[:-1]) & (heights[1:] == heights[:-1])
