@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from gpuviz.data.hardware import gpu, load_gpus
 from gpuviz.models.gpu_architecture import (
+    ISSUE,
     KB,
     LEVELS,
     MEMORY_LEVELS,
     QUANTITIES,
+    READY,
+    WAIT,
     HierarchyModel,
     MemoryHierarchyModel,
     OccupancyModel,
@@ -187,6 +190,41 @@ def test_simulation_matches_formula(n, c, latency_tens):
     assert out.idle_share_simulated == pytest.approx(out.idle_share_formula, abs=1e-9)
     assert (out.idle_share_formula == 0) == (n >= out.warps_needed)
     assert np.all(out.starts < out.horizon)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 50), st.integers(1, 80))
+def test_warp_bars_tile_every_lane(n, c, latency_tens):
+    """Each warp issues c, waits L, then is ready until its next burst; the scheduler's
+    issue bars and idle gaps cover the horizon once."""
+    out = warp_schedule(n, c, 10 * latency_tens)
+    bars = out.bars
+    assert np.all(bars.end > bars.start) and np.all(bars.end <= out.horizon)
+    for warp in range(n):
+        mine = bars.lane == warp
+        start, end, kind = bars.start[mine], bars.end[mine], bars.kind[mine]
+        first = out.starts[out.owners == warp]
+        if not first.size:  # many warps, short horizon: this one never gets to issue
+            assert not start.size
+            continue
+        assert np.all(start[1:] == end[:-1])  # no gap, no overlap, in time order
+        assert start[0] == first[0] and end[-1] == out.horizon
+        issue = end[kind == ISSUE] - start[kind == ISSUE]
+        assert np.all(issue[:-1] == c)  # the last one may be cut at the horizon
+        assert np.all((end - start)[kind == WAIT][:-1] == 10 * latency_tens)
+    sched = bars.lane == n
+    assert np.all(bars.kind[sched] == ISSUE)
+    assert np.array_equal(bars.start[sched], out.starts)
+    covered = (bars.end[sched] - bars.start[sched]).sum() + (bars.idle_end
+                                                               - bars.idle_start).sum()
+    assert covered == pytest.approx(out.horizon)
+
+
+def test_ready_bars_only_when_another_warp_issues():
+    bars = warp_schedule(12, 10, 90).bars
+    ready = bars.kind == READY
+    assert ready.any() and bars.idle_start.size == 0  # 12 > 10 warps: never idle
+    assert not (warp_schedule(1, 10, 90).bars.kind == READY).any()
 
 
 def test_warp_scheduler_animation():

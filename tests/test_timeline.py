@@ -98,3 +98,15 @@ def test_ids_name_the_boxes_of_a_part(themed, qtbot):
     timeline.clicked.connect(hits.append)
     timeline._clicked_at(QPointF(7.0, 1.0))
     assert hits == [42]
+
+
+def test_outlines_part_touching_boxes_of_one_colour_only(themed, qtbot):
+    plot, timeline = _timeline(qtbot)
+    timeline.set_time_range(100.0, exact=True)
+    blue, orange = theme.color("compute"), theme.color("memory")
+    # Lane 0: two touching blue boxes, then orange after a sliver of blue (a warp of 1.2);
+    # lane 1: a blue box alone, and a blue one of under 1/150 of the time shown.
+    timeline.set_boxes([0, 0, 0, 0, 1, 1], [0, 10, 20, 20.5, 0, 50],
+                       [10, 20, 20.5, 60, 30, 50.5], [blue, blue, blue, orange, blue, blue])
+    outlined = [rect for _, rects in timeline.boxes._outline_groups for rect in rects]
+    assert sorted((r.x(), r.width()) for r in outlined) == [(0.0, 10.0), (10.0, 10.0)]

@@ -26,6 +26,8 @@ from gpuviz.models.schedule import Schedule, Task
 BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
 MERGE_ABOVE = 300  # boxes; fewer are always drawn one by one
 THIN = 1 / 400  # of the time shown: boxes thinner than this may be drawn as one run
+OUTLINED = 1 / 150  # of the time shown: a thinner box (a few pixels) gets no outline,
+# which would hide its fill
 
 
 class Timeline(QObject):
@@ -71,12 +73,15 @@ class Timeline(QObject):
         item.getAxis("left").setTicks([list(enumerate(labels)), []])
         self._fit_lanes()
 
-    def add_legend(self, entries: Sequence[tuple[str, QColor]], columns: int = 3) -> Legend:
+    def add_legend(self, entries: Sequence[tuple[str, QColor] | tuple[str, QColor, float]],
+                   columns: int = 3) -> Legend:
         """The shared Legend under the last lane, with room kept for it (idle-coloured
-        swatches are hatched, as the idle shading is)."""
+        swatches are hatched, as the idle shading is). An entry (label, fill, height)
+        gives the swatch a box's height share (`set_boxes(heights=...)` / `BOX_HEIGHT`),
+        for boxes drawn thinner."""
         self.legend = Legend(self.plot.getPlotItem(), anchor=(0, 1), columns=columns)
-        for label, fill in entries:
-            self.legend.add_box(label, fill)
+        for label, fill, *height in entries:
+            self.legend.add_box(label, fill, height=height[0] if height else 1.0)
         self.plot.getPlotItem().getViewBox().sigResized.connect(self._fit_lanes)
         self._fit_lanes()
         return self.legend
@@ -106,21 +111,25 @@ class Timeline(QObject):
                   ids: np.ndarray | None = None) -> None:
         """Box i spans start[i]..end[i] on lane lanes[i] (an index), centred on the lane;
         a click on it emits ids[i] (default i). Without `outlines`, a thin outline in the
-        background colour parts neighbouring boxes of one colour (boxes too thin to see
-        apart get none). A text that does not
-        fit its box is left out."""
+        background colour parts touching boxes of one colour on a lane (boxes of a few
+        pixels get none: `OUTLINED`; boxes of other colours need none, and an outline
+        would eat a thin neighbour). A text that does not fit its box is left out."""
         lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
         heights = np.broadcast_to(np.asarray(heights, dtype=float), lanes.shape)
         ids = np.arange(len(lanes)) if ids is None else np.asarray(ids)
         self._given = np.column_stack([lanes, start, end, ids]).reshape(-1, 4)
-        if outlines is None and len(lanes):
-            # Outlines part boxes one can see apart; on thin ones they only cost time.
-            span = max(float(end.max() - start.min()), 1e-300)
-            wide = ((end - start) >= THIN * span).tolist()
+        if not len(lanes):
+            self.boxes.set_cells(np.zeros((0, 4)), [], outlines, texts)
+            return
+        span = self._span(start, end)
+        colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
+        if outlines is None:
+            wide = ((end - start) >= OUTLINED * span) & _touching(lanes, start, end,
+                                                                  colour, span)
             background = theme.color("background")
-            outlines = [background if w else None for w in wide]
+            outlines = [background if w else None for w in wide.tolist()]
         if len(lanes) > MERGE_ABOVE:
-            keep, run_end = _runs(lanes, start, end, heights, fills)
+            keep, run_end = _runs(lanes, start, end, heights, colour, span)
             single = np.diff(np.append(keep, len(lanes))) == 1
             pick = keep.tolist()
             texts = ([texts[i] if one else "" for i, one in zip(pick, single.tolist(),
@@ -131,6 +140,12 @@ class Timeline(QObject):
                         for i, one in zip(pick, single.tolist(), strict=True)]
             lanes, start, end, heights = lanes[keep], start[keep], run_end, heights[keep]
         self.boxes.set_cells(_rects(lanes, start, end, heights), fills, outlines, texts)
+
+    def _span(self, start: np.ndarray, end: np.ndarray) -> float:
+        """The time shown: the time range set, or the boxes' extent if wider (boxes cut
+        at a playhead early on are still measured against the whole axis; set the range
+        first)."""
+        return max(float(end.max() - start.min()), self._time_limit, 1e-300)
 
     def _clicked_at(self, point: QPointF) -> None:
         lane = round(point.y())
@@ -185,14 +200,25 @@ class Timeline(QObject):
         self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
 
 
+def _touching(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, colour: np.ndarray,
+              span: float) -> np.ndarray:
+    """Which boxes touch a box of the same colour (rgba, -1 for none) on their lane."""
+    order = np.lexsort((start, lanes))
+    lane, begin, stop, fill = lanes[order], start[order], end[order], colour[order]
+    pair = ((lane[1:] == lane[:-1]) & (fill[1:] == fill[:-1]) & (fill[1:] >= 0)
+            & (begin[1:] <= stop[:-1] + 1e-9 * span))
+    touching = np.zeros(len(lanes), dtype=bool)
+    touching[order[:-1][pair]] = True
+    touching[order[1:][pair]] = True
+    return touching
+
+
 def _runs(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, heights: np.ndarray,
-          fills: Sequence[QColor | None]) -> tuple[np.ndarray, np.ndarray]:
+          colour: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray]:
     """Boxes to draw when there are many: the first box of each run of thin boxes that
     touch on one lane with one colour and height, and the end of each run. Boxes are
     taken in the order given (each lane's in time order)."""
-    span = max(float(end.max() - start.min()), 1e-300)
     thin = (end - start) < THIN * span
-    colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
     joins = np.zeros(len(lanes), dtype=bool)
     joins[1:] = (thin[1:] & thin[:-1] & (lanes[1:] == lanes[:-1])
                  & (colour[1:] == colour[:-1]) & (heights[1:] == heights[:-1])

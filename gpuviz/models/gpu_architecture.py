@@ -365,6 +365,55 @@ def busy_cycles(starts: np.ndarray, issue_cycles: float, t0: float, t1: float) -
     return float(overlap.sum())
 
 
+# What a lane shows at a time: a warp issuing (also drawn on the scheduler's lane), waiting
+# for memory, or ready and waiting for the scheduler.
+ISSUE, WAIT, READY = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: one per computed schedule
+class WarpBars:
+    """The schedule as bars on lanes: warps 0..n-1, then the scheduler (lane n). Bars are
+    sorted by lane, then time; `idle_start`/`idle_end` are the scheduler's gaps."""
+
+    lane: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    kind: np.ndarray  # ISSUE, WAIT or READY
+    idle_start: np.ndarray
+    idle_end: np.ndarray
+
+
+def warp_bars(warps: int, issue_cycles: float, memory_latency: float, starts: np.ndarray,
+              owners: np.ndarray, horizon: float) -> WarpBars:
+    """Every bar up to the horizon: each burst issues for c cycles, waits L, and is then
+    ready until the warp's next burst (or the horizon); bars of no length are left out."""
+    c, lat = issue_cycles, memory_latency
+    lane, x0, x1, kind = [], [], [], []
+    for warp in range(warps):
+        mine = starts[owners == warp]
+        ready = mine + c + lat
+        following = np.append(mine[1:], horizon)
+        for a, b, k in ((mine, mine + c, ISSUE), (mine + c, ready, WAIT),
+                        (ready, np.maximum(following, ready), READY)):
+            lane.append(np.full(len(mine), warp))
+            x0.append(a)
+            x1.append(b)
+            kind.append(np.full(len(mine), k))
+    lane.append(np.full(len(starts), warps))
+    x0.append(starts)
+    x1.append(starts + c)
+    kind.append(np.full(len(starts), ISSUE))
+    lane, x0, kind = np.concatenate(lane), np.concatenate(x0), np.concatenate(kind)
+    x1 = np.minimum(np.concatenate(x1), horizon)
+    keep = x1 > x0
+    order = np.lexsort((x0[keep], lane[keep]))
+    gap_from = np.minimum(np.concatenate([[0.0], starts + c]), horizon)
+    gap_to = np.append(starts, horizon)
+    gaps = gap_to > gap_from
+    return WarpBars(lane[keep][order], x0[keep][order], x1[keep][order], kind[keep][order],
+                    gap_from[gaps], gap_to[gaps])
+
+
 @dataclass(frozen=True)
 class WarpSchedule:
     """The simulated schedule over the horizon, and the idle share two ways.
@@ -384,6 +433,7 @@ class WarpSchedule:
     idle_share_formula: float
     idle_share_simulated: float
     period: float
+    bars: WarpBars
 
 
 def warp_schedule(warps: int, issue_cycles: int, memory_latency: int) -> WarpSchedule:
@@ -395,9 +445,11 @@ def warp_schedule(warps: int, issue_cycles: int, memory_latency: int) -> WarpSch
     t0, t1 = period, (STEADY_PERIODS + 1) * period
     simulated = 1.0 - busy_cycles(starts, c, t0, t1) / (t1 - t0)
     shown = starts < horizon
-    return WarpSchedule(warps, issue_cycles, memory_latency, horizon, starts[shown],
-                        owners[shown], warps_to_hide_latency(c, lat),
-                        idle_share(warps, c, lat), max(simulated, 0.0), period)
+    starts, owners = starts[shown], owners[shown]
+    return WarpSchedule(warps, issue_cycles, memory_latency, horizon, starts, owners,
+                        warps_to_hide_latency(c, lat), idle_share(warps, c, lat),
+                        max(simulated, 0.0), period,
+                        warp_bars(warps, c, lat, starts, owners, horizon))
 
 
 class WarpSchedulerModel(AnimatedModel):
