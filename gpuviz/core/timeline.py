@@ -122,7 +122,7 @@ class Timeline(QObject):
             self.boxes.set_cells(np.zeros((0, 4)), [], outlines, texts)
             return
         span = self._span(start, end)
-        colour = np.array([-1 if c is None else c.rgba() for c in fills], dtype=np.int64)
+        colour = _colour_codes(fills)
         if outlines is None:
             wide = ((end - start) >= OUTLINED * span) & _touching(lanes, start, end,
                                                                   colour, span)
@@ -198,6 +198,16 @@ class Timeline(QObject):
             gaps = [(lane, a, min(b, until)) for lane, a, b in gaps]
         gap_array = np.array(gaps, dtype=float).reshape(-1, 3)
         self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
+
+
+def _colour_codes(fills: Sequence[QColor | None]) -> np.ndarray:
+    """The fills as rgba numbers (-1 for None), to compare in numpy: a few distinct
+    QColor objects among thousands of boxes, so each is converted once."""
+    ids = np.fromiter(map(id, fills), dtype=np.int64, count=len(fills))
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    codes = np.array([-1 if fills[i] is None else fills[i].rgba() for i in first.tolist()],
+                     dtype=np.int64)
+    return codes[inverse.reshape(-1)]
 
 
 def _touching(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, colour: np.ndarray,

@@ -47,25 +47,26 @@ class BucketingView(FigureView):
     def refresh(self) -> None:
         out = self.model.out
         layers = LAYERS
-        lanes = np.concatenate([np.zeros(layers), np.ones(out.buckets)])
-        start = np.concatenate([out.layer_start, out.start]) / MS
-        end = np.concatenate([out.layer_end, out.end]) / MS
-        fills = [theme.color("compute")] * layers + [theme.color("network")] * out.buckets
-        texts = [f"L{layers - i}" for i in range(layers)]
-        texts += ([f"{k + 1}" for k in range(out.buckets)]
-                  if out.buckets <= MAX_BUCKET_TEXTS else [""] * out.buckets)
         if self.needs_update("boxes", (out.start.tobytes(), out.end.tobytes(),
                                        out.layer_end[0])):
+            lanes = np.concatenate([np.zeros(layers), np.ones(out.buckets)])
+            start = np.concatenate([out.layer_start, out.start]) / MS
+            end = np.concatenate([out.layer_end, out.end]) / MS
+            fills = [theme.color("compute")] * layers + [theme.color("network")] * out.buckets
+            texts = [f"L{layers - i}" for i in range(layers)]
+            texts += ([f"{k + 1}" for k in range(out.buckets)]
+                      if out.buckets <= MAX_BUCKET_TEXTS else [""] * out.buckets)
             exposed = int(out.exposed > 1e-12)
             tail = 3 * max(out.ready[0], out.end[0] - out.start[0])
             low = max(0.0, out.backward_time - tail)
             high = out.step_time + 0.05 * (out.step_time - low)
             # The enlarged end gets only the boxes it shows; a click reads the same box.
             seen = np.flatnonzero((end >= low / MS) & (start <= high / MS))
-            for timeline, rows in ((self.timeline, np.arange(len(lanes))), (self.zoom, seen)):
-                timeline.set_boxes(lanes[rows], start[rows], end[rows],
-                                   [fills[i] for i in rows], [texts[i] for i in rows],
-                                   ids=rows)
+            self.timeline.set_boxes(lanes, start, end, fills, texts)
+            self.zoom.set_boxes(lanes[seen], start[seen], end[seen],
+                                [fills[i] for i in seen.tolist()],
+                                [texts[i] for i in seen.tolist()], ids=seen)
+            for timeline in (self.timeline, self.zoom):
                 timeline.set_idle(np.zeros(exposed), np.full(exposed, out.backward_time / MS),
                                   np.full(exposed, out.step_time / MS))
             self.timeline.set_time_range(out.step_time / MS)
