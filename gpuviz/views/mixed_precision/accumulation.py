@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.mixed_precision import value_text
@@ -42,7 +42,7 @@ class AccumulationView(FigureView):
         item = self.plot.getPlotItem()
         count = len(out.counts)
         top_value = max(float(out.exact[-1]), float(out.sums.max()))
-        ranges = (nice_ceiling(count), nice_ceiling(top_value * 1.08))
+        ranges = (nice_ceiling(count), nice_ceiling(top_value * 1.08, FINE_STEPS))
         if ranges != self._range:
             self._range = ranges
             item.setXRange(0, ranges[0], padding=0)
