@@ -54,7 +54,15 @@ class AccumulationView(FigureView):
         self.exact_label.setPos(float(count), float(out.exact[-1]))
         self.sum_label.setText(f"computed ({self.model.method}) "
                                f"{value_text(float(out.sums[-1]))}")
-        self.sum_label.setPos(float(count), float(out.sums[-1]))
+        end = float(out.sums[-1])
+        if abs(end - float(out.exact[-1])) < 0.1 * y_max and count > 1:
+            # On the exact line: below it, farther left, where the rising lines leave room.
+            middle = int(0.6 * (count - 1))
+            self.sum_label.setAnchor((-0.05, -0.4))
+            self.sum_label.setPos(float(out.counts[middle]), float(out.sums[middle]))
+        else:
+            self.sum_label.setAnchor((1, -0.1))
+            self.sum_label.setPos(float(count), end)
         stall = out.formula
         if stall <= y_max:
             self.stall_line.set_data([0.0, x_max], [stall, stall])
