@@ -449,7 +449,7 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "11.4", "smoothquant", "SmoothQuant: moving the outliers into the weights",
             "Per input channel j, the largest activation (blue) and the largest weight "
-            "(orange) on a log scale, pale before smoothing and solid after dividing X_j by "
+            "(orange) on a log scale, faint before smoothing and solid after dividing X_j by "
             "s_j and multiplying W_j by it. Below, the error of the 8-bit product XW against "
             "α (one scale for X, one per output column of W). <i>Try this:</i> slide α "
             "from 0 to 1 and watch channels 2 and 6 sink in blue while orange rises; at 1 "

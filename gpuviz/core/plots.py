@@ -408,7 +408,7 @@ class CellGrid(pg.GraphicsObject):
         self._text_rows = np.zeros(0, dtype=int)
         self._text_list: list[QStaticText] = []
         self._text_sizes = np.zeros((0, 2))
-        self._multiline: list[tuple[QRectF, str]] = []
+        self._multiline: list[tuple[QRectF, str, QColor]] = []
         self._bounds = QRectF()
         self._outline_width = 1.0
         self._outline_base = 1.0
@@ -488,19 +488,20 @@ class CellGrid(pg.GraphicsObject):
         self._text_list = [entry[0] for entry in entries]
         self._text_sizes = np.array([entry[1:] for entry in entries],
                                     dtype=float).reshape(-1, 2)
-        self._multiline = ([(self._rects[i], text) for i, text in enumerate(texts)
-                            if "\n" in text] if multiline else [])
+        lines = [i for i, text in enumerate(texts) if "\n" in text] if multiline else []
         fills, text_color = self._fills, self._text_color
         if text_color is not None:
-            self._text_inks = [text_color] * len(rows)
+            inks = [text_color] * len(texts)
         else:  # one ink per distinct fill
-            background, inks = theme.color("background"), {}
-            for i in rows:
-                key = fills[i].rgba() if fills[i] is not None else None
-                if key not in inks:
-                    inks[key] = theme.readable_on(composite(fills[i], background))
-            self._text_inks = [inks[fills[i].rgba() if fills[i] is not None else None]
-                               for i in rows]
+            background, by_fill = theme.color("background"), {}
+            inks = []
+            for fill in fills:
+                key = fill.rgba() if fill is not None else None
+                if key not in by_fill:
+                    by_fill[key] = theme.readable_on(composite(fill, background))
+                inks.append(by_fill[key])
+        self._text_inks = [inks[i] for i in rows]
+        self._multiline = [(self._rects[i], texts[i], inks[i]) for i in lines]
 
     def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
         """The cache of laid-out texts, holding every one of `texts`."""
@@ -563,8 +564,8 @@ class CellGrid(pg.GraphicsObject):
                 ink = color
                 painter.setPen(color)
             draw(QPointF(px, py), static)
-        painter.setPen(self._text_color or theme.color("text"))
-        for rect, text in self._multiline:
+        for rect, text, color in self._multiline:  # in the ink that reads on their fill
+            painter.setPen(color)
             painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)
         painter.restore()
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
 from gpuviz.data.hardware import DEFAULT_GPU
 from gpuviz.data.models import model
 from gpuviz.models import transformer as tf
@@ -259,10 +259,11 @@ class GridModel(FigureModel):
         if out.clipped:
             what = "1 value" if out.clipped == 1 else f"{out.clipped} values"
             return (f"{what} beyond ±{out.alpha:.3g} clipped: the largest error "
-                    f"({out.max_error:.3g}) exceeds the rounding bound step/2 = "
-                    f"{out.bound:.3g}.", True)
+                    f"({format_value(out.max_error)}) exceeds the rounding bound step/2 = "
+                    f"{format_value(out.bound)}.", True)
         return (f"Every value is inside the range, so every error is at most step/2 = "
-                f"{out.bound:.3g} (largest here {out.max_error:.3g}). The 16 small values "
+                f"{format_value(out.bound)} (largest here {format_value(out.max_error)}). "
+                f"The 16 small values "
                 f"use {out.used_small} of {2 * out.top_code + 1} grid points.", False)
 
 
@@ -347,8 +348,8 @@ class MseModel(FigureModel):
                       help="Clip at ±α standard deviations (or drag the marker)")
     guess_alpha = Parameter(4.0, label="Your guess for the best α", unit="σ",
                             minimum=MSE_ALPHA_MIN, maximum=MSE_ALPHA_MAX,
-                            help="The range you expect to give the smallest error at 4 "
-                                 "bits for the Gaussian")
+                            help="The range you expect to give the smallest error for "
+                                 "the distribution and bits chosen (Reveal compares them)")
     revealed = Parameter(False, label="Answer revealed",
                          help="Set by the Reveal button; a new guess hides the answer")
 
@@ -582,7 +583,7 @@ class SmoothQuantModel(FigureModel):
                                 float(out.w_max_after.max() / out.w_max_after.min()), "×"),
             "error": Readout("W8A8 error of XW", 100 * out.error, "%"),
             "no_smoothing": Readout("Error without smoothing", 100 * out.unsmoothed_error, "%"),
-            "best_alpha": Readout("Best α on this data", out.best_alpha),
+            "best_alpha": Readout("Best α on this data", out.best_alpha, digits=2),
             "identity": Readout("(X/s)(sW) vs XW, relative",
                                 out.identity_error, digits=2),
         }

@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.mixed_precision import value_text
@@ -42,7 +42,7 @@ class AccumulationView(FigureView):
         item = self.plot.getPlotItem()
         count = len(out.counts)
         top_value = max(float(out.exact[-1]), float(out.sums.max()))
-        ranges = (nice_ceiling(count), nice_ceiling(top_value * 1.08))
+        ranges = (nice_ceiling(count), nice_ceiling(top_value * 1.08, FINE_STEPS))
         if ranges != self._range:
             self._range = ranges
             item.setXRange(0, ranges[0], padding=0)
@@ -54,7 +54,15 @@ class AccumulationView(FigureView):
         self.exact_label.setPos(float(count), float(out.exact[-1]))
         self.sum_label.setText(f"computed ({self.model.method}) "
                                f"{value_text(float(out.sums[-1]))}")
-        self.sum_label.setPos(float(count), float(out.sums[-1]))
+        end = float(out.sums[-1])
+        if abs(end - float(out.exact[-1])) < 0.1 * y_max and count > 1:
+            # On the exact line: below it, farther left, where the rising lines leave room.
+            middle = int(0.6 * (count - 1))
+            self.sum_label.setAnchor((-0.05, -0.4))
+            self.sum_label.setPos(float(out.counts[middle]), float(out.sums[middle]))
+        else:
+            self.sum_label.setAnchor((1, -0.1))
+            self.sum_label.setPos(float(count), end)
         stall = out.formula
         if stall <= y_max:
             self.stall_line.set_data([0.0, x_max], [stall, stall])

@@ -12,6 +12,7 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
+    Legend,
     curve,
     diagram_widget,
     opaque_blend,
@@ -62,11 +63,12 @@ class FloatFormatsView(FigureView):
         self.line_title = labels.add("representable neighbours (ulp under each gap)",
                                      role="muted", size=8, anchor=(0, 1))
         self.line_title.setPos(0.3, LINE_Y - 2.1)
-        strip_legend = labels.add("Ranges below, log₂ |value|: normal (strong), subnormal "
-                                  "(pale), lost (magenta)",
-                                  role="muted", size=8, anchor=(0, 1))
-        strip_legend.setPos(0.3, DIAGRAM_HEIGHT - 0.1)
         box.addItem(labels)
+        # The key of the range strip, just above it.
+        strip_key = Legend(box, anchor=(0, 1), columns=3, offset=2)
+        strip_key.add_box("normal range", theme.color("compute"))
+        strip_key.add_box("subnormal (fewer bits)", theme.color("compute_light"))
+        strip_key.add_box("lost: 0 or inf", theme.color("highlight"))
         self.add_plot(widget, 3)
 
         # The range strip: one row per format on a log2 scale. Drawn on a diagram canvas
@@ -86,7 +88,7 @@ class FloatFormatsView(FigureView):
             self.strip_labels.add(f.label, size=9, anchor=(1, 0.5)).setPos(STRIP_LEFT - 0.5, row)
         self.tick_labels = [self.strip_labels.add(size=8, anchor=(0.5, 0))
                             for _ in range(MAX_TICKS)]
-        self.marker_label = self.strip_labels.add(size=9, bold=True, anchor=(-0.05, 0))
+        self.marker_label = self.strip_labels.add(size=9, bold=True, anchor=(-0.1, 0))
         strip_box.addItem(self.strip_labels)
         self.strip = strip
         self._range_key: str | None = None

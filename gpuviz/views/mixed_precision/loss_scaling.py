@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, opaque_blend, plot_widget
+from gpuviz.core.plots import CellGrid, Legend, opaque_blend, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.mixed_precision import (
@@ -59,9 +59,10 @@ class LossScalingView(FigureView):
         self.overflow_label = self.labels.add(role="highlight", size=9, bold=True,
                                               anchor=(-0.02, 0))
         self.note = self.labels.add(role="muted", size=9, anchor=(0.5, 0))
-        self.legend = self.labels.add("blue: kept   pale: subnormal (fewer bits)   "
-                                      "magenta: lost", role="muted", size=9, anchor=(0, 0))
-        self.legend.setPos(low + 0.5, self._top * 0.97)
+        legend = Legend(item, anchor=(0, 0), columns=3)
+        legend.add_box("kept", theme.color("compute"))
+        legend.add_box("subnormal (fewer bits)", theme.color("compute_light"))
+        legend.add_box("lost (0 or inf)", theme.color("highlight"))
         item.addItem(self.labels)
         self.add_plot(self.plot)
 

@@ -40,11 +40,11 @@ class TrainingStepView(FigureView):
         widget, box = diagram_widget()
         box.setAspectLocked(False)
         self.box = box
-        self.boxes = CellGrid(font_size=9)
+        self.boxes = CellGrid(font_size=11)
         self.boxes.clicked.connect(self._on_click)
         self.arrows = curve(box, pen("text", 1.5))
         box.addItem(self.boxes)
-        self.legend = CellGrid(font_size=9)
+        self.legend = CellGrid(font_size=10)
         box.addItem(self.legend)
         widget.setToolTip("Click a box to read why it has its format")
         self._keys: list[str] = []
@@ -71,15 +71,13 @@ class TrainingStepView(FigureView):
         fills = [theme.color(KIND_ROLE[s.kind]) for s in steps]
         outlines = [theme.color("text") if s is out.selected else None for s in steps]
         texts = [f"{s.title}\n{s.format_text}" for s in steps]
-        self.boxes.set_cells(rects, fills, outlines, texts, outline_width=3.5,
-                             text_color=theme.color("background"))
+        self.boxes.set_cells(rects, fills, outlines, texts, outline_width=3.5)
         self.arrows.set_data(*self._arrow_path(places, top))
         kinds = (FP32, HALF, FP8, SCALING)
         width = (top - 1 + BOX_W) / len(kinds)
         self.legend.set_cells(
             np.array([(i * width, LEGEND_Y, width * 0.92, 0.3) for i in range(len(kinds))]),
-            [theme.color(KIND_ROLE[k]) for k in kinds], texts=[KIND_LABEL[k] for k in kinds],
-            text_color=theme.color("background"))
+            [theme.color(KIND_ROLE[k]) for k in kinds], texts=[KIND_LABEL[k] for k in kinds])
         step = out.selected
         title = html.escape(f"{step.title}: {step.format_text}".replace("\n", " "))
         self.why.setText(f"<b>{title}</b><br>{html.escape(step.why)}")

@@ -22,6 +22,7 @@ GAP = 3.0  # between the two maps
 RIGHT = GRAN_COLUMNS + GAP  # x of the error map
 BAR_Y = GRAN_ROWS + 1.6  # the colour keys under the maps
 BAR_CELLS = 12
+KEY_X, KEY_CELL = 1.0, 0.5  # the colour keys' start and cell width: room for their labels
 WIDTH = 2 * GRAN_COLUMNS + GAP
 CELL = 0.94
 ERR_Y = BAR_Y + 1.6  # the bars comparing the three granularities
@@ -49,6 +50,8 @@ class GranularityView(FigureView):
         self.controls.add("bits")
 
         canvas, self.box = diagram_widget()
+        # The maps fill the plot: a cell's shape means nothing, so it need not be square.
+        self.box.setAspectLocked(False)
         self.maps = CellGrid()
         self.outlines = CellGrid()
         self.keys = CellGrid(font_size=8)
@@ -95,15 +98,15 @@ class GranularityView(FigureView):
 
         if self.needs_update("keys", (top, out.error_scale)):
             shade = np.linspace(0, 1, BAR_CELLS)
-            xs = np.concatenate([2 + np.arange(BAR_CELLS) * 0.6,
-                                 RIGHT + 2 + np.arange(BAR_CELLS) * 0.6])
-            rects = np.column_stack([xs, np.full(xs.size, BAR_Y), np.full(xs.size, 0.6),
+            xs = np.concatenate([KEY_X + np.arange(BAR_CELLS) * KEY_CELL,
+                                 RIGHT + KEY_X + np.arange(BAR_CELLS) * KEY_CELL])
+            rects = np.column_stack([xs, np.full(xs.size, BAR_Y), np.full(xs.size, KEY_CELL),
                                      np.full(xs.size, 0.6)])
             self.keys.set_cells(rects, heat_colors(shade, 1.0, "compute")
                                 + heat_colors(shade, 1.0, "highlight"))
-            end = 2 + BAR_CELLS * 0.6
+            end = KEY_X + BAR_CELLS * KEY_CELL
             for label, x, text in zip(self.key_labels,
-                                      (2, end, RIGHT + 2, RIGHT + end),
+                                      (KEY_X, end, RIGHT + KEY_X, RIGHT + end),
                                       ("0", f"{top:.3g}", "0",
                                        f"{out.error_scale:.3g} (step/2 per tensor)"),
                                       strict=True):

@@ -50,12 +50,13 @@ class GridView(FigureView):
         self.range_marks = curve(item, pen("memory", 2.0, Qt.DashLine))
         brushes = [theme.color("neutral")] * GRID_VALUES + [theme.color("highlight")]
         self.dots = Dots(item, GRID_VALUES + 1, DOT_SIZE, brushes, pen("text", 1.0))
-        self.landed = Dots(item, GRID_VALUES + 1, DOT_SIZE - 4, theme.color("compute"))
+        self.landed = Dots(item, GRID_VALUES + 1, DOT_SIZE, theme.color("compute"),
+                           pen("text", 1.0))
         self.labels = TextLayer(QRectF(-X_LIMITS[-1], Y_RANGE[0], 2 * X_LIMITS[-1],
                                        Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
         self.value_label = self.labels.add("values x", role="text", size=9, anchor=(0, 1.1))
         self.grid_label = self.labels.add("", role="text", size=9, anchor=(0, -0.1))
-        self.code_labels = [self.labels.add("", role="muted", size=8, anchor=(0.5, -0.15))
+        self.code_labels = [self.labels.add("", role="muted", size=9, anchor=(0.5, -0.15))
                             for _ in range(3)]
         self.alpha_labels = [self.labels.add("", role="memory", size=9, anchor=(a, 1.1))
                              for a in (1.05, -0.05)]

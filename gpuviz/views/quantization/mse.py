@@ -21,7 +21,7 @@ X_RANGE = (0.0, MSE_ALPHA_MAX)
 DRAW_EVERY = 4
 # Where the labels sit (sigma): left of the minimum, where the three curves are apart
 # (to the right the total runs on top of the rounding part and the dashed line).
-LABEL_X = {"clipping": 0.6, "rounding": 1.6, "uniform": 0.9}
+LABEL_X = {"clipping": 0.6, "rounding": 1.6, "uniform": 1.6}
 
 
 def _log(values: np.ndarray) -> np.ndarray:
@@ -61,18 +61,23 @@ class MseView(FigureView):
                                         anchor=(-0.1, -0.2)),
             "clipping": self.labels.add("clipping", role="memory", size=9, bold=True,
                                         anchor=(0, 1.1)),
+            # Above and left of its rising curve, where nothing is drawn (at the curve's
+            # foot a large label would be pushed right, onto the curves).
             "uniform": self.labels.add("step²/12", role="neutral", size=9,
-                                       anchor=(1.05, 0.5)),
+                                       anchor=(1.08, 1.1)),
         }
         # On its own: a label of the plot-wide layer that moves with every α would
         # repaint the whole plot.
         self.total_label = text_item("total", role="text", size=9, bold=True,
                                      anchor=(0.5, 1.2))
         item.addItem(self.total_label)
-        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(-0.05, 0))
+        # Left of its line: the guess line starts at 4σ, just right of min-max (3.9σ).
+        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(1.05, 0))
         self.guess_label = self.labels.add("", role="text", size=9, anchor=(-0.05, 0))
+        # Left of its line: between the best range and min-max the clipping curve dives
+        # to zero, through where a label on the right would sit.
         self.best_label = self.labels.add("", role="highlight", size=9, bold=True,
-                                          anchor=(-0.05, 1))
+                                          anchor=(1.05, 1))
         item.addItem(self.labels)
         self._y_range: tuple[int, int] | None = None
         self._dragging = False

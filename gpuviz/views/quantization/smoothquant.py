@@ -10,7 +10,16 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks
-from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget, text_item
+from gpuviz.core.plots import (
+    CellGrid,
+    Dots,
+    Legend,
+    curve,
+    opaque_blend,
+    pen,
+    plot_widget,
+    text_item,
+)
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import (
     SQ_ALPHAS,
@@ -21,6 +30,7 @@ from gpuviz.models.quantization import (
 
 BEFORE_WIDTH, AFTER_WIDTH = 0.36, 0.2  # bar widths in channels
 OFFSET = 0.2  # X bars left of the channel, W bars right
+FAINT = 90  # opacity of the bars before smoothing
 
 
 def _maxima_range() -> tuple[int, int]:
@@ -49,19 +59,17 @@ class SmoothQuantView(FigureView):
         item.getAxis("bottom").setTicks([[(float(j), str(j)) for j in range(SQ_CHANNELS)], []])
         self.bars = CellGrid()
         item.addItem(self.bars)
-        legend = TextLayer(QRectF(-0.6, self._low, SQ_CHANNELS + 0.2, self._high - self._low),
-                           keep_inside=True)
-        legend.add("max |X_j| activations", role="compute", size=9, bold=True,
-                   anchor=(0, 0)).setPos(-0.5, self._high)
-        legend.add("max |W_j| weights", role="memory", size=9, bold=True,
-                   anchor=(0, -1.1)).setPos(-0.5, self._high)
-        legend.add("pale: before smoothing, solid: after", role="muted", size=9,
-                   anchor=(1, 0)).setPos(SQ_CHANNELS - 0.5, self._high)
-        item.addItem(legend)
+        self._faint = {role: opaque_blend(role, FAINT) for role in ("compute", "memory")}
+        # Before smoothing: a faint shade of the same role (compute_light is the stronger
+        # blue in the dark look, so it cannot say "before").
+        legend = Legend(item, anchor=(0, 0), columns=2)
+        legend.add_box("max |X_j| after smoothing", theme.color("compute"))
+        legend.add_box("max |W_j| after", theme.color("memory"))
+        legend.add_box("before", opaque_blend("compute", FAINT))
+        legend.add_box("before", opaque_blend("memory", FAINT))
         self.add_plot(self.bars_plot, 3)
 
-        self.error_plot = plot_widget("Migration strength α",
-                                      "W8A8 relative error of XW (%)")
+        self.error_plot = plot_widget("Migration strength α", "W8A8 error (%)")
         eitem = self.error_plot.getPlotItem()
         errors = 100 * self.model.out.errors
         plain = 100 * self.model.out.unsmoothed_error
@@ -81,9 +89,9 @@ class SmoothQuantView(FigureView):
         self.marker = Dots(eitem, 1, 13, theme.color("highlight"), pen("text", 1.5))
         labels = TextLayer(QRectF(0, 0, 1, top), keep_inside=True)
         labels.add(f"best α = {best:.2f} on this data", role="neutral", size=9,
-                   anchor=(-0.05, 0)).setPos(best, top)
+                   anchor=(1.03, 0)).setPos(best, top)
         labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral", size=9,
-                   anchor=(1, 1.1)).setPos(1.0, plain)
+                   anchor=(0, 1.1)).setPos(0.0, plain)
         eitem.addItem(labels)
         # Its own item: moving a label of the plot-wide layer repaints the whole plot.
         self.marker_label = text_item("", role="highlight", size=9, bold=True,
@@ -96,27 +104,27 @@ class SmoothQuantView(FigureView):
         low = self._low
         channels = np.arange(SQ_CHANNELS, dtype=float)
         rects, fills = [], []
-        for values, shift, role, width in (
-                (out.x_max, -OFFSET, "compute_light", BEFORE_WIDTH),
-                (out.w_max, OFFSET, "memory_light", BEFORE_WIDTH),
-                (out.x_max_after, -OFFSET, "compute", AFTER_WIDTH),
-                (out.w_max_after, OFFSET, "memory", AFTER_WIDTH)):
+        for values, shift, fill, width in (
+                (out.x_max, -OFFSET, self._faint["compute"], BEFORE_WIDTH),
+                (out.w_max, OFFSET, self._faint["memory"], BEFORE_WIDTH),
+                (out.x_max_after, -OFFSET, theme.color("compute"), AFTER_WIDTH),
+                (out.w_max_after, OFFSET, theme.color("memory"), AFTER_WIDTH)):
             heights = np.log10(values) - low
             rects.append(np.column_stack([channels + shift - width / 2,
                                           np.full(SQ_CHANNELS, float(low)),
                                           np.full(SQ_CHANNELS, width), heights]))
-            fills += [theme.color(role)] * SQ_CHANNELS
+            fills += [fill] * SQ_CHANNELS
         self.bars.set_cells(np.concatenate(rects), fills)
 
         a, err = self.model.alpha, 100 * out.error
         self.alpha_line.set_data([a, a], [0.0, err])
         self.marker.set_points([a], [err])
-        self.marker_label.setText(f"{err:.2f}%")
+        self.marker_label.setText(f"{err:.3g}%")
         self.marker_label.setPos(a, err)
         x_spread = out.x_max_after.max() / out.x_max_after.min()
         w_spread = out.w_max_after.max() / out.w_max_after.min()
         self.message.show_message(
             f"α = {a:.2f}: activation channel maxima differ by {x_spread:.3g}×, weight "
-            f"channel maxima by {w_spread:.3g}×; W8A8 error {err:.2f}% of |XW|. The product "
+            f"channel maxima by {w_spread:.3g}×; W8A8 error {err:.3g}% of |XW|. The product "
             f"itself is unchanged: (X diag(s)⁻¹)(diag(s) W) differs from XW by "
             f"{out.identity_error:.1e} of its size.")

@@ -12,7 +12,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges, set_log_ticks, set_time_ticks
-from gpuviz.core.plots import Dots, curve, pen, plot_widget
+from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget, text_item
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import COMPUTE_BOUND, TOKENS_MAX, W4, W16
 
@@ -21,6 +21,7 @@ Y_RANGE = (12.0, 15.5)  # log10 FLOP/s
 N_RANGE = (0.0, math.log10(TOKENS_MAX))
 FORMAT_KEYS = (W16, W4)
 CLICK_PIXELS = 24  # how near a click must be to a point to select it
+MEMORY_LABEL_X = 1.2  # log10 FLOP/B: clear of the points at n = 1 and n = 64
 
 
 def _format_pen(index: int, width: float = 2.5) -> object:
@@ -50,8 +51,9 @@ class W4A16View(FigureView):
         self.points = Dots(item, 4, 15, fills, pen("text", 1.5))
         self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
                                             Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
+        # Below and right of the rising roof, whose line would cross a label set above it.
         self.memory_label = self.roof_labels.add(role="memory", size=9, bold=True,
-                                                 anchor=(0.5, 1.2))
+                                                 anchor=(-0.08, -0.3))
         self.compute_label = self.roof_labels.add(role="compute", size=9, bold=True,
                                                   anchor=(1, 1.1))
         self.point_labels = {key: self.roof_labels.add(
@@ -64,19 +66,19 @@ class W4A16View(FigureView):
 
         self.time_plot = plot_widget("Tokens n (log scale)", "Minimum time")
         titem = self.time_plot.getPlotItem()
-        titem.setXRange(*N_RANGE, padding=0)
+        titem.setXRange(*N_RANGE, padding=0.02)  # the marks at n = 1 whole
         set_log_ticks(titem.getAxis("bottom"), *N_RANGE)
         self.curves = {key: curve(titem, _format_pen(SERIES[key])) for key in FORMAT_KEYS}
         self.n_line = curve(titem, pen("neutral", 1.5, Qt.DashLine))
         self.time_marks = Dots(titem, 2, 11, [theme.series(SERIES[k]) for k in FORMAT_KEYS],
                                pen("text", 1.0))
-        self.time_labels = TextLayer(QRectF(N_RANGE[0], -9, N_RANGE[1], 9), keep_inside=True)
-        self.curve_labels = {key: self.time_labels.add(
-            "W16, bf16 weights" if key == W16 else "", size=9, bold=True,
-            anchor=(0, 1.1) if key == W16 else (0, -0.1)) for key in FORMAT_KEYS}
-        for key, label in self.curve_labels.items():
-            label.setColor(theme.series(SERIES[key]))
-        titem.addItem(self.time_labels)
+        # The key in the empty upper left (labels at the lines' start had no room under
+        # the W4 line, and the speed-up sits between the lines).
+        self.key = Legend(titem, anchor=(0, 0))
+        # The comparison the figure is about, beside the two marks at n (its own item:
+        # it moves with n).
+        self.speedup_label = text_item("", role="text", size=11, bold=True)
+        titem.addItem(self.speedup_label)
         self._time_range: tuple[int, int] | None = None
         self.add_plot(self.time_plot, 2)
 
@@ -105,7 +107,7 @@ class W4A16View(FigureView):
             self.memory_roof.set_data([X_RANGE[0], log_ridge], [log_bw + X_RANGE[0], log_peak])
             self.compute_roof.set_data([log_ridge, X_RANGE[1]], [log_peak, log_peak])
             self.memory_label.setText(f"HBM {roof.bandwidth / 1e12:.2f} TB/s")
-            self.memory_label.setPos(0.8, log_bw + 0.8)
+            self.memory_label.setPos(MEMORY_LABEL_X, log_bw + MEMORY_LABEL_X)
             self.compute_label.setText(f"{roof.gpu_name} BF16 {roof.peak / 1e12:,.0f} TFLOP/s")
             # Left of the ridge and above the peak nothing is drawn; the points gather on
             # the flat roof to the right of it.
@@ -134,12 +136,21 @@ class W4A16View(FigureView):
                 self._time_range = (low, high)
                 titem.setYRange(low, high, padding=0)
                 set_time_ticks(titem.getAxis("left"), low, high)
-            self.curve_labels[W16].setPos(0.05, math.log10(out.curve_w16[0]))
-            self.curve_labels[W4].setText(f"W4, {out.points[W4].bits:g} bits per weight")
-            self.curve_labels[W4].setPos(0.05, math.log10(out.curve_w4[0]))
+            self.key.clear()
+            self.key.add_line("W16, bf16 weights", _format_pen(SERIES[W16]))
+            self.key.add_line(f"W4, {out.points[W4].bits:g} bits per weight",
+                              _format_pen(SERIES[W4]))
         low, high = self._time_range
         n = math.log10(out.tokens)
         self.n_line.set_data([n, n], [low, high])
-        self.time_marks.set_points([n, n], [math.log10(out.points[k].time.time)
-                                            for k in FORMAT_KEYS])
+        times = [math.log10(out.points[k].time.time) for k in FORMAT_KEYS]
+        self.time_marks.set_points([n, n], times)
+        self.speedup_label.setText(f"{out.speedup:.3f}×")
+        if out.points[W4].time.bound == COMPUTE_BOUND:
+            # W4's line rises from here: above and left of the upper mark stays clear.
+            self.speedup_label.setAnchor((1.1, 1.1))
+            self.speedup_label.setPos(n, max(times))
+        else:  # both lines flat: between them, right of the marks
+            self.speedup_label.setAnchor((-0.15, 0.5))
+            self.speedup_label.setPos(n, sum(times) / 2)
         self.message.show_message(self.model.message())
