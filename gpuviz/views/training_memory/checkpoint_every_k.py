@@ -76,7 +76,7 @@ class CheckpointEveryKView(FigureView):
         layers = len(out.ks)
         revealed = self.model.revealed
         scale = 1e-9
-        peak_max = nice_ceiling(base.timeline.peak * scale * 1.1, FINE_STEPS)
+        peak_max = nice_ceiling(base.timeline.peak * scale * 1.1)
         pitem = self.peak_plot.getPlotItem()
         if peak_max != self._peak_max:
             self._peak_max = peak_max

@@ -83,7 +83,7 @@ class FitView(FigureView):
         after = np.array(out.after.parts) * scale
         bottoms = np.concatenate([[0.0], np.cumsum(after)[:-1]])
         # Each part's label beside its part, else moved up or down in small steps.
-        steps = np.array(sorted(range(-30, 31), key=abs)) * y_max / 60
+        steps = np.array(sorted(range(-16, 17), key=abs)) * y_max / 32
         x = 1 + BAR / 2 + 0.05
         for (_, name), label, bottom, height in zip(COMPONENTS, self.part_labels, bottoms,
                                                     after, strict=True):
