@@ -9,14 +9,15 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
-from gpuviz.core.text import TextLayer, rich_text
+from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
-from gpuviz.views.training_memory.step_memory import legend_html
+from gpuviz.models.training_memory import gb_text
 from gpuviz.views.training_memory.step_plot import StepMemoryPlot
 
 BAR = 0.7
+RIGHT = 1.0  # past the last k: room for its tick label at the window's edge
 
 
 class CheckpointEveryKView(FigureView):
@@ -28,10 +29,7 @@ class CheckpointEveryKView(FigureView):
         self.controls.add_widget(self.predict)
 
         self.step = StepMemoryPlot(with_states=False, y_label="Stored (GB)")
-        self.legend = rich_text(legend_html([
-            ("onchip", "checkpoints"), ("memory", "activations"),
-            ("highlight", "logits · recomputed forward")]), size=9, anchor=(1, 0))
-        self.step.item.getViewBox().addItem(self.legend, ignoreBounds=True)
+        self.step.add_legend(columns=2)
         self.add_plot(self.step.widget, 3)
 
         row = QWidget()
@@ -43,7 +41,7 @@ class CheckpointEveryKView(FigureView):
         for plot in (self.peak_plot, self.time_plot):
             item = plot.getPlotItem()
             item.showGrid(x=False, y=True, alpha=0.25)
-            item.setXRange(0.3, layers + 0.7, padding=0)
+            item.setXRange(0.3, layers + RIGHT, padding=0)
             item.getAxis("bottom").setTicks([[(k, str(k)) for k in (1, 4, 8, 12, 16, 20, 24)
                                               if k <= layers]])
             layout.addWidget(plot)
@@ -61,10 +59,10 @@ class CheckpointEveryKView(FigureView):
         self.hundred = Segment(pen("neutral", 1.5, Qt.DashLine))
         self.time_plot.getPlotItem().addItem(self.hundred)
         self.time_text = TextLayer(QRectF(0, 0, layers + 1, 200), keep_inside=True)
-        self.time_label = self.time_text.add(size=9, anchor=(0, 1.0))
+        self.time_label = self.time_text.add(size=9, anchor=(0, 0))
         self.time_plot.getPlotItem().addItem(self.time_text)
-        self.time_plot.getPlotItem().setYRange(0, 150, padding=0)
         self._peak_max = 0.0
+        self._time_max = 0.0
         self.add_plot(row, 2)
 
     def refresh(self) -> None:
@@ -73,8 +71,6 @@ class CheckpointEveryKView(FigureView):
         timeline = memory.timeline
         self.step.set_step(timeline, 0.0, timeline.peak)
         self.step.set_playhead(None)
-        x_range, y_range = self.step.item.getViewBox().viewRange()
-        self.legend.setPos(x_range[1], y_range[1])
 
         k = self.model.every
         layers = len(out.ks)
@@ -96,25 +92,30 @@ class CheckpointEveryKView(FigureView):
         outlines = [theme.color("text") if s == k else None for s in shown]
         self.peak_bars.set_cells(rects, fills, outlines)
         no_ckpt = base.timeline.peak * scale
-        self.no_ckpt.set_line(0.3, no_ckpt, layers + 0.7, no_ckpt,
+        self.no_ckpt.set_line(0.3, no_ckpt, layers + RIGHT, no_ckpt,
                               pitem.getViewBox().viewPixelSize())
         self.no_ckpt_label.setText(f"no checkpointing {no_ckpt:,.1f} GB")
         self.no_ckpt_label.setPos(layers + 0.6, no_ckpt)
         best_peak = out.peaks[out.best_k - 1] * scale
-        self.best_label.setText(f"best k = {out.best_k}: {best_peak:,.2f} GB" if revealed
+        self.best_label.setText(f"best k = {out.best_k}: {gb_text(best_peak / scale)}" if revealed
                                 else "")
         self.best_label.setPos(0.5, peak_max)
 
         percent = 100 * out.step_times / base.timeline.step_time
         trects = np.column_stack([out.ks - BAR / 2, np.zeros(layers), np.full(layers, BAR),
                                   percent])
-        tfills = [theme.color("highlight", 200) if s == k else theme.color("compute_light")
-                  for s in out.ks]
-        self.time_bars.set_cells(trects, tfills)
+        # The chosen k framed as in the peak chart (magenta there is the best k).
+        self.time_bars.set_cells(trects, [theme.color("compute_light")] * layers,
+                                 [theme.color("text") if s == k else None for s in out.ks])
         titem = self.time_plot.getPlotItem()
-        self.hundred.set_line(0.3, 100, layers + 0.7, 100, titem.getViewBox().viewPixelSize())
+        time_max = nice_ceiling(percent.max() * 1.3, FINE_STEPS)  # room for the label
+        if time_max != self._time_max:
+            self._time_max = time_max
+            titem.setYRange(0, time_max, padding=0)
+            self.time_text.set_bounds(QRectF(0, 0, layers + 1, time_max))
+        self.hundred.set_line(0.3, 100, layers + RIGHT, 100, titem.getViewBox().viewPixelSize())
         self.time_label.setText(f"+{percent[k - 1] - 100:.0f}% for every k: one extra forward")
-        self.time_label.setPos(0.5, 148)
+        self.time_label.setPos(0.5, time_max)
         self.predict.sync()
 
         peak = timeline.peak
@@ -123,6 +124,6 @@ class CheckpointEveryKView(FigureView):
                  else "while the last segment is recomputed")
         segments = -(-layers // k)
         self.message.show_message(
-            f"k = {k}: {segments} checkpoints of {memory.checkpoint_bytes / 1e6:,.1f} MB, and "
-            f"up to {k} recomputed layers of {memory.layer_bytes / 1e6:,.0f} MB each. The peak, "
-            f"{peak / 1e9:,.2f} GB, comes {where}.")
+            f"k = {k}: {segments} checkpoints of {gb_text(memory.checkpoint_bytes)}, and "
+            f"up to {k} recomputed layers of {gb_text(memory.layer_bytes)} each. The peak, "
+            f"{gb_text(peak)}, comes {where}.")

@@ -9,9 +9,9 @@ from PySide6.QtWidgets import QLabel
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer
 from gpuviz.core.widgets import TextTable
 from gpuviz.models.training_memory import COMPONENTS, FIXES, effect_phrase, gb_text
 
@@ -42,7 +42,9 @@ class FitView(FigureView):
         self.usable = Segment(pen("text", 1.5, Qt.DashLine))
         item.addItem(self.capacity)
         item.addItem(self.usable)
-        self.text = TextLayer(QRectF(-0.5, 0, 3, 100), keep_inside=True)
+        # Placed: thin parts put their labels close together, and the GPU's two lines
+        # cross the labels' column; the line labels go first, the parts keep off them.
+        self.text = PlacedTextLayer(QRectF(-0.5, 0, 3, 100))
         self.part_labels = [self.text.add(role=role, size=9, bold=True, anchor=(0, 0.5))
                             for role in COMPONENT_ROLES]
         self.capacity_label = self.text.add(size=9, bold=True, anchor=(1, 1.0))
@@ -61,7 +63,7 @@ class FitView(FigureView):
         scale = 1e-9
         budgets = (out.before, out.after)
         top = max(out.before.total, out.capacity) * scale
-        y_max = nice_ceiling(top * 1.1)
+        y_max = nice_ceiling(top * 1.1, FINE_STEPS)
         item = self.plot.getPlotItem()
         if y_max != self._y_max:
             self._y_max = y_max
@@ -80,20 +82,30 @@ class FitView(FigureView):
         self.bars.set_cells(np.array(rects), fills, hatch=[False] * len(fills))
         after = np.array(out.after.parts) * scale
         bottoms = np.concatenate([[0.0], np.cumsum(after)[:-1]])
+        # Each part's label beside its part, else moved up or down in small steps.
+        steps = np.array(sorted(range(-16, 17), key=abs)) * y_max / 32
+        x = 1 + BAR / 2 + 0.05
         for (_, name), label, bottom, height in zip(COMPONENTS, self.part_labels, bottoms,
                                                     after, strict=True):
             label.setText(f"{name} {gb_text(height / scale)}")
-            label.setPos(1 + BAR / 2 + 0.05, bottom + height / 2)
-        # Labels of thin parts would overlap: spread them at least a line apart.
-        self._spread(self.part_labels, y_max)
+            middle = bottom + height / 2
+            self.text.set_candidates(label, [(x, middle + step, 0, 0.5) for step in steps
+                                             if 0 <= middle + step <= y_max])
         pixel = item.getViewBox().viewPixelSize()
         capacity, usable = out.capacity * scale, out.usable * scale
         self.capacity.set_line(-0.5, capacity, 2.4, capacity, pixel)
         self.usable.set_line(-0.5, usable, 2.4, usable, pixel)
         self.capacity_label.setText(f"{self.model_gpu_name()} {capacity:,.0f} GB")
-        self.capacity_label.setPos(2.35, capacity)
         self.usable_label.setText(f"85%: {usable:,.0f} GB")
-        self.usable_label.setPos(2.35, usable)
+        # Above the solid line, under the dashed one; the other side if that is taken.
+        self.text.set_candidates(self.capacity_label, [(2.35, capacity, 1, 1.0),
+                                                       (2.35, capacity, 1, 0.0)])
+        self.text.set_candidates(self.usable_label, [(2.35, usable, 1, 0.0),
+                                                     (2.35, usable, 1, 1.0)])
+        self.text.set_order([self.capacity_label, self.usable_label, *self.total_labels])
+        self.text.set_obstacles(np.array([(-0.5, capacity, 2.4, capacity),
+                                          (-0.5, usable, 2.4, usable)]))
+        self.text.place()
 
         rows = []
         for key, label, shrinks, delta, deltas in out.effects:
@@ -121,11 +133,3 @@ class FitView(FigureView):
         from gpuviz.data.hardware import gpu
 
         return gpu(self.model.gpu).short_name
-
-    def _spread(self, labels: list, y_max: float) -> None:
-        gap = 0.045 * y_max
-        last = -np.inf
-        for label in labels:
-            y = max(label.y, last + gap)
-            label.setPos(label.x, y)
-            last = y

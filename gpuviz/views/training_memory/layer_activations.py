@@ -50,7 +50,7 @@ class LayerActivationsView(FigureView):
         for label, x in zip(self.header, (0.0, UNIT_X, BAR_X), strict=True):
             label.setPos(x, -0.15)
         self.bar_labels = [self.text.add(size=8, anchor=(0, 0.5)) for _ in range(n)]
-        self.total_labels = [self.text.add(size=10, bold=True, anchor=(0, 0.5))
+        self.total_labels = [self.text.add(size=13, bold=True, anchor=(0, 0.5))
                              for _ in range(2)]
         self.box.addItem(self.text)
         self.add_plot(widget)

@@ -8,9 +8,9 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
-from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
-from gpuviz.core.text import TextLayer, rich_text
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
+from gpuviz.core.text import TextLayer
 from gpuviz.models.roofline import si_text
 
 # Fixed slots, so the axis never re-lays out: a GPT layer leaves the gate slot empty.
@@ -20,12 +20,14 @@ BAR_WIDTH = 0.7
 TOTAL_PARTS = (("layers", "layers"), ("token", "token embedding"),
                ("position", "positions"), ("output", "output matrix"),
                ("final", "final norm"))
-TOTAL_SERIES = (4, 6, 3, 5, 2)  # Okabe-Ito colours of TOTAL_PARTS
+# Okabe-Ito colours of TOTAL_PARTS: the final norm is grey like the layer's biases and
+# norms above, so no colour means two things across the two charts.
+TOTAL_SERIES = (4, 6, 3, 5, 7)
 
 
 def slot_series(name: str) -> int:
-    """Okabe-Ito index: attention sky blue, MLP green, the small vectors purple."""
-    return 1 if name in ("wq", "wk", "wv", "wo") else (2 if name != "small" else 6)
+    """Okabe-Ito index: attention sky blue, MLP green, the small vectors grey."""
+    return 1 if name in ("wq", "wk", "wv", "wo") else (2 if name != "small" else 7)
 
 
 class LayerParametersView(FigureView):
@@ -39,7 +41,7 @@ class LayerParametersView(FigureView):
         item = self.plot.getPlotItem()
         item.showGrid(x=False, y=True, alpha=0.25)
         item.setXRange(-0.6, len(SLOTS) - 0.4, padding=0)
-        item.getAxis("bottom").setTicks([[(i, label.replace("\n", " "))
+        item.getAxis("bottom").setTicks([[(i, label)
                                           for i, label in enumerate(SLOT_LABELS)]])
         self.bars = CellGrid()
         item.addItem(self.bars)
@@ -54,7 +56,6 @@ class LayerParametersView(FigureView):
         titem = self.total_plot.getPlotItem()
         titem.showGrid(x=True, y=False, alpha=0.25)
         titem.getAxis("left").setTicks([[(0.0, "model")]])
-        titem.setYRange(-0.9, 1.3, padding=0)
         self.total_bars = CellGrid(font_size=8)
         titem.addItem(self.total_bars)
         self.twelve = Segment(pen("highlight", 2.0, Qt.DashLine))
@@ -62,15 +63,12 @@ class LayerParametersView(FigureView):
         self.total_text = TextLayer(QRectF(0, -1, 1e4, 3), keep_inside=True)
         self.twelve_label = self.total_text.add(role="highlight", size=9, bold=True,
                                                 anchor=(1, 1.0))
-        self.parts_label = self.total_text.add(size=9, anchor=(0, 0))
         titem.addItem(self.total_text)
-        legend = "&nbsp;&nbsp;".join(
-            f"<span style='color:{theme.series(index).name()}'>■</span>&nbsp;{name}"
-            for index, (_, name) in zip(TOTAL_SERIES, TOTAL_PARTS, strict=True))
-        self.total_legend = rich_text(legend, size=9, anchor=(0, 0))
-        titem.getViewBox().addItem(self.total_legend, ignoreBounds=True)
+        # The key under the bar, each part with its count; the range keeps room for it.
+        self.total_legend = Legend(titem, anchor=(0, 1), columns=2)
+        titem.getViewBox().sigResized.connect(self._fit_total_range)
         self._x_max = 0.0
-        self.add_plot(self.total_plot, 1)
+        self.add_plot(self.total_plot, 2)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -104,23 +102,26 @@ class LayerParametersView(FigureView):
                  count.final_norm]
         billions = np.array(parts, dtype=float) / 1e9
         starts = np.concatenate([[0.0], np.cumsum(billions)[:-1]])
-        x_max = nice_ceiling(count.total / 1e9 * 1.08)
+        x_max = nice_ceiling(count.total / 1e9 * 1.08, FINE_STEPS)
         titem = self.total_plot.getPlotItem()
         if x_max != self._x_max:
             self._x_max = x_max
             titem.setXRange(0, x_max, padding=0)
-        rects = np.column_stack([starts, np.full(5, -0.35), billions, np.full(5, 0.7)])
+        rects = np.column_stack([starts, np.full(5, -0.3), billions, np.full(5, 0.6)])
         fills = [theme.series(index) for index in TOTAL_SERIES]
         self.total_bars.set_cells(rects, fills)
         twelve = out.twelve_l_d2 / 1e9
-        self.twelve.set_line(twelve, -0.6, twelve, 0.6, titem.getViewBox().viewPixelSize())
-        self.twelve_label.setText(f"12 L d² = {100 * out.twelve_share:.1f}% of the total")
-        self.twelve_label.setPos(twelve, 0.6)
-        names = [f"{name} {si_text(value, '')}" for (_, name), value
-                 in zip(TOTAL_PARTS, parts, strict=True) if value]
-        self.parts_label.setText(" · ".join(names))
-        self.parts_label.setPos(0.0, -0.55)
-        self.total_legend.setPos(0.0, 1.3)
+        self.twelve.set_line(twelve, -0.4, twelve, 0.4, titem.getViewBox().viewPixelSize())
+        # Three digits, as the readout shows it.
+        self.twelve_label.setText(f"12 L d² = {100 * out.twelve_share:.3g}% of the total")
+        self.twelve_label.setPos(twelve, 0.4)
+        entries = tuple((f"{name} {si_text(value, '')}", index) for (_, name), value, index
+                        in zip(TOTAL_PARTS, parts, TOTAL_SERIES, strict=True) if value)
+        if self.needs_update("total_legend", entries):
+            self.total_legend.clear()
+            for text, index in entries:
+                self.total_legend.add_box(text, theme.series(index), hatch=False)
+            self._fit_total_range()
 
         if out.embedding_share > 0.05:
             text = (f"The embeddings hold {100 * out.embedding_share:.1f}% of the "
@@ -128,9 +129,16 @@ class LayerParametersView(FigureView):
                     f"misses them.")
         else:
             text = (f"The layers hold almost everything: 12 L d² is "
-                    f"{100 * out.twelve_share:.1f}% of the {count.total:,} parameters.")
+                    f"{100 * out.twelve_share:.3g}% of the {count.total:,} parameters.")
         self.message.show_message(text)
+
+    def _fit_total_range(self) -> None:
+        # The bar and the 12 L d² label above it, then room for the key below.
+        bottom = self.total_legend.end_with_room(0.9, -0.45)
+        self.total_plot.getPlotItem().setYRange(bottom, 0.9, padding=0)
 
 
 def _d2_text(value: float) -> str:
+    if 0 < value < 0.0005:
+        return "< 0.001"  # not 0.000: the bar is there, only thin
     return f"{value:.3f}" if 0 < value < 0.1 else f"{value:.2f}"

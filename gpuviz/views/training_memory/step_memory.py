@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.text import rich_text
 from gpuviz.core.widgets import PredictReveal
+from gpuviz.models.training_memory import gb_text
 from gpuviz.views.training_memory.step_plot import StepMemoryPlot
-
-
-def legend_html(entries: list[tuple[str, str]]) -> str:
-    """A row of coloured squares and names (figures 6.1, 6.4, 6.5)."""
-    return "&nbsp;&nbsp;".join(
-        f"<span style='color:{theme.color(role).name()}'>■</span>&nbsp;{name}"
-        for role, name in entries)
 
 
 class StepMemoryView(FigureView):
@@ -27,12 +19,7 @@ class StepMemoryView(FigureView):
                                      self.model.answer_text)
         self.controls.add_widget(self.predict)
         self.plot = StepMemoryPlot(with_states=True)
-        legend = rich_text(legend_html([
-            ("neutral", "model states"), ("onchip", "checkpoints"),
-            ("memory", "activations"), ("highlight", "logits · recomputed forward")]),
-            size=9, anchor=(1, 0))
-        self.plot.item.getViewBox().addItem(legend, ignoreBounds=True)
-        self.legend = legend
+        self.plot.add_legend(columns=3)
         self.add_plot(self.plot.widget, 3)
         # The stored part alone, on its own scale: beside 21 GB of model states the
         # sawtooth of checkpointing is too small to see.
@@ -52,9 +39,6 @@ class StepMemoryView(FigureView):
         self.plot.set_playhead(playhead)
         self.zoom.set_step(timeline, 0.0, timeline.peak, until=out.t)
         self.zoom.set_playhead(playhead)
-        view_box = self.plot.item.getViewBox()
-        x_range, y_range = view_box.viewRange()
-        self.legend.setPos(x_range[1], y_range[1])
         self.predict.sync()
         stored = out.checkpoints + out.activations + out.logits
         if out.phase == "done" and timeline.recompute.size:
@@ -64,10 +48,10 @@ class StepMemoryView(FigureView):
                     f"the time without it.")
         elif out.phase == "forward":
             text = (f"Forward pass: every layer leaves its activations behind; "
-                    f"{stored / 1e9:,.2f} GB stored so far.")
+                    f"{gb_text(stored)} stored so far.")
         elif out.phase == "backward":
             text = (f"Backward pass: each layer's activations are freed once its gradients "
-                    f"are computed; {stored / 1e9:,.2f} GB still stored.")
+                    f"are computed; {gb_text(stored)} still stored.")
         else:
             text = ("The peak comes at the turn from the forward to the backward pass: "
                     "every layer's activations are stored and none freed yet. The model "

@@ -6,8 +6,6 @@ marks under the axis for the recomputed forward passes, a playhead and a peak ma
 Areas are Qt path items (one path per area, rebuilt only when the step changes); the band
 and the marks are one CellGrid. While a step plays, the part not yet played lies under a
 translucent curtain: a frame moves one rectangle and the playhead, no path is rebuilt.
-When gpuviz.core gets its timeline helper (lanes of boxes on a time axis, lesson 8), the
-marks and the playhead move onto it.
 """
 
 from __future__ import annotations
@@ -19,11 +17,14 @@ from PySide6.QtWidgets import QGraphicsRectItem
 
 from gpuviz import theme
 from gpuviz.core.log_axes import nice_ceiling
-from gpuviz.core.plots import CellGrid, Curve, Dots, Segment, brush, pen, plot_widget
+from gpuviz.core.plots import CellGrid, Curve, Dots, Legend, Segment, brush, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models import memory as mem
+from gpuviz.models.training_memory import gb_text
 
 AREAS = (("checkpoints", "onchip"), ("activations", "memory"), ("logits", "highlight"))
+AREA_ALPHA = 200
+STATES_ALPHA = 150  # the model-state band recedes behind what changes
 MARK_SHARE = 0.035  # height of the recompute marks under the axis, share of the y range
 
 
@@ -41,7 +42,7 @@ class StepMemoryPlot:
         self.areas = []
         for _, role in AREAS:
             area = Curve(QPen(Qt.NoPen))  # an outline would run along the area below
-            area.setBrush(brush(role, 200))
+            area.setBrush(brush(role, AREA_ALPHA))
             self.item.addItem(area)
             self.areas.append(area)
         curtain = QColor(theme.current().background)
@@ -56,7 +57,8 @@ class StepMemoryPlot:
         self.peak_dot = Dots(self.item, 1, 12, theme.color("highlight"), pen("text", 1.5))
         self.labels = TextLayer(QRectF(0, 0, 1, 1), keep_inside=True)
         self.peak_label = self.labels.add(role="text", size=9, bold=True, anchor=(0.5, 1.1))
-        self.states_label = self.labels.add(role="text", size=9, anchor=(0, 1.0))
+        # Inside the band's top: above it, it met the peak label of a flat (checkpointed) step.
+        self.states_label = self.labels.add(role="text", size=9, anchor=(0, -0.15))
         self.phase_labels = [self.labels.add(text, role="text", size=9,
                                              anchor=(0.5, 1.0))
                              for text in ("forward →", "← backward")]
@@ -66,6 +68,20 @@ class StepMemoryPlot:
         self._x_max = 0.0
         self._timeline = None
         self._base = 0.0
+        self.legend: Legend | None = None
+
+    def add_legend(self, columns: int) -> Legend:
+        """The key in the top right corner: the areas, the recompute marks (a thin
+        swatch, as they are thin) and the model-state band if drawn."""
+        legend = Legend(self.item, anchor=(1, 0), columns=columns)
+        if self.with_states:
+            legend.add_box("model states", theme.color("neutral", STATES_ALPHA), hatch=False)
+        for name, role in AREAS:
+            legend.add_box(name, theme.color(role, AREA_ALPHA), hatch=False)
+        legend.add_box("recomputed forward", theme.color("highlight"), hatch=False,
+                       height=0.45)
+        self.legend = legend
+        return legend
 
     def set_step(self, timeline: mem.StepTimeline, states: float, y_max_bytes: float,
                  until: float | None = None, show_peak: bool = True) -> None:
@@ -99,7 +115,7 @@ class StepMemoryPlot:
         shown = show_peak and timeline.peak_time <= end + 1e-9
         peak_y = base + timeline.peak * scale
         self.peak_dot.set_points([timeline.peak_time if shown else np.nan], [peak_y])
-        self.peak_label.setText(f"peak {peak_y:,.2f} GB" if shown else "")
+        self.peak_label.setText(f"peak {gb_text(peak_y / scale)}" if shown else "")
         self.peak_label.setPos(timeline.peak_time, peak_y)
 
     def _draw(self, timeline: mem.StepTimeline, base: float, y_max: float,
@@ -117,7 +133,7 @@ class StepMemoryPlot:
         rects, fills = [], []
         if self.with_states:
             rects.append((0.0, 0.0, timeline.step_time, base))
-            fills.append(theme.color("neutral", 150))
+            fills.append(theme.color("neutral", STATES_ALPHA))
         height = MARK_SHARE * y_max
         for start, stop in timeline.recompute:
             rects.append((start, -1.3 * height, stop - start, height))
