@@ -22,7 +22,7 @@ def make_kiosk(qtbot, **config):
     Kiosk.of(window).show()
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow, timeout=2000)  # so shortcuts reach it
-    window.show_figure(window.sequence()[0])
+    window.show_figure(Kiosk.of(window).config.first)  # what app.run_window does
     return window
 
 
@@ -132,6 +132,36 @@ def test_start_over_button(themed, qtbot, lesson_one):
     assert window.models["1.3"].registers_per_thread == 32
     assert not Kiosk.of(window).attracting
     shut(window)
+
+
+def test_kiosk_starts_and_starts_over_at_its_figure(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=1, countdown=30, lessons=(1,), start="1.3")
+    assert window.current == "1.3"
+    window.show_figure("1.4")
+    qtbot.waitUntil(Kiosk.of(window).countdown.isVisible, timeout=3000)
+    qtbot.mouseClick(Kiosk.of(window).countdown.start_over, Qt.LeftButton)
+    assert window.current == "1.3"
+    shut(window)
+
+
+def test_figure_option_picks_where_the_kiosk_starts(monkeypatch, capsys):
+    seen = {}
+    monkeypatch.setattr("gpuviz.app.run_window", lambda *a, **k: seen.update(k) or 0)
+    assert cli.main(["--kiosk", "--figure", "1.3"]) == 0
+    assert seen["kiosk"].first == "1.3"
+    assert cli.main(["--kiosk", "--lessons", "1", "--figure", "2.1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "figure 2.1 is not in the chosen lessons" in err[0]
+
+
+def test_kiosk_covers_the_screen_and_follows_it(kiosk, qapp):
+    screen = kiosk.screen()
+    assert kiosk.geometry().contains(screen.geometry())
+    assert kiosk.windowFlags() & Qt.FramelessWindowHint
+    assert kiosk.windowFlags() & Qt.WindowStaysOnTopHint
+    kiosk.setGeometry(10, 10, 400, 300)  # as if the screen had changed under it
+    screen.geometryChanged.emit(screen.geometry())
+    assert kiosk.geometry().contains(screen.geometry()) and kiosk.isFullScreen()
 
 
 def test_kiosk_saves_no_settings(themed, qtbot, lesson_one):

@@ -52,6 +52,19 @@ def test_f5_enters_and_esc_leaves_lecture_mode(window, qtbot):
     assert not window.isFullScreen()
 
 
+def test_lecture_mode_covers_the_screen_and_gives_the_window_back(window, qapp):
+    flags = window.windowFlags()
+    Presenter.of(window).enter()
+    # Covers it (the offscreen test screen is narrower than the window can be).
+    assert window.geometry().contains(window.screen().geometry())
+    assert window.windowFlags() & Qt.FramelessWindowHint
+    assert window.windowFlags() & Qt.WindowStaysOnTopHint
+    assert window.actions["present"] in window.menus["view"].actions()
+    Presenter.of(window).leave()
+    assert window.windowFlags() == flags and window.isVisible()
+    assert not window.isFullScreen()
+
+
 def test_page_down_steps_an_animation_then_moves_on(window, qtbot, lesson_one):
     Presenter.of(window).enter()
     press(qtbot, window, Qt.Key_PageDown)
