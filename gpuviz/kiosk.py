@@ -272,6 +272,7 @@ class Kiosk(QObject):
         self.operator_leaving = False
         window.keep_actions(VISITOR_ACTIONS)
         window.menuBar().hide()
+        window.statusBar().clearMessage()  # the window's key hints are not a visitor's
         window.add_action("operator_exit", "Leave kiosk (operator)", self.request_exit,
                           OPERATOR_EXIT_KEYS)
         self.screen_cover = ScreenCover(window)
