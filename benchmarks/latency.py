@@ -1,7 +1,9 @@
-"""Update + repaint latency of every catalog figure, frame rate while playing, cold start.
+"""Update + repaint latency of every catalog figure, frame rate while playing, cold start,
+resident memory.
 
     python benchmarks/latency.py [--json out.json] [--figures 1.1,1.3] [--theme projector]
-                                 [--size 1920x1080]
+                                 [--size 1920x1080] [--switches 1000] [--animate 300]
+                                 [--no-latency] [--no-startup] [--no-memory]
 
 For each figure (1280x800 unless --size, offscreen): every slider is swept over its range
 and back and every combo box through its entries; one sample is the time from the
@@ -10,8 +12,12 @@ what changed.
 Animated figures play for a while under the app clock and report frames per second.
 Cold start is the wall time from spawning a fresh Python process to a painted main window
 (and to its first figure built).
+Memory, in a fresh process running the real main window (with its modes) under an event
+loop: resident memory (RSS) at start, with the window shown, after visiting every figure,
+then every tenth of `--switches` random figure switches and of `--animate` seconds of
+animation (the animated figures in turn, each replayed when it ends).
 Budgets: p95 <= 8 ms, >= 60 fps (the clock ticks every 16 ms, so ~62 is the ceiling),
-start-up <= 1.0 s.
+start-up <= 1.0 s, RSS after visiting every figure < 300 MB and flat after that.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ SWEEP_POINTS = 24
 PLAY_SECONDS = 1.5
 STARTUP_RUNS = 5
 BUDGET_P95_MS, BUDGET_FPS, BUDGET_STARTUP_S = 8.0, 60.0, 1.0
+BUDGET_RSS_MB = 300.0
+FLAT_MB = 15.0  # growth from the first to the last sample still called flat
+ANIMATION_TURN_S = 20.0  # seconds each animated figure plays in --animate
 
 STARTUP_CHILD = r"""
 import sys, time
@@ -180,6 +189,160 @@ def measure_startup() -> dict[str, float]:
             "first_figure_s": round(statistics.median(figure), 3)}
 
 
+def rss_mb() -> float:
+    """Resident memory of this process now (Linux /proc); elsewhere the peak so far."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def memory_child(options: dict) -> dict:
+    """Runs in a fresh process: the main window visits every figure, switches, animates;
+    prints each RSS sample as it is taken and returns them all."""
+    import random
+
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gpuviz import app as gpuviz_app
+    from gpuviz import catalog, theme
+
+    gpuviz_app.quiet_offscreen_warnings()
+    app = QApplication.instance() or QApplication([])
+    theme.apply(options["theme"], app)
+    samples: dict[str, object] = {}
+
+    def sample(key: str, label: str) -> float:
+        value = rss_mb()
+        samples[key] = value
+        print(f"  RSS {value:7.1f} MB  {label}", flush=True)
+        return value
+
+    def run_steps(steps, pause_ms: int = 0) -> None:  # noqa: ANN001
+        """Each step in its own pass of a running event loop, as in the app: pages are
+        painted, and deleted pages (deleteLater) are freed, between steps."""
+        loop = QEventLoop()
+        pending = iter(steps)
+
+        def next_step() -> None:
+            step = next(pending, None)
+            if step is None:
+                loop.quit()
+                return
+            step()
+            QTimer.singleShot(pause_ms, next_step)
+
+        QTimer.singleShot(0, next_step)
+        loop.exec()
+
+    sample("start", "Qt and gpuviz loaded, no window")
+    window = gpuviz_app.make_window(options["theme"], remember=False)
+    window.resize(*options["size"])
+    window.show()
+    numbers = [spec.number for spec in catalog.all_figures()]
+    run_steps([lambda: window.show_figure(numbers[0])])
+    gc.freeze()  # as the app does once its first figure is built
+    sample("first_figure", f"window shown with figure {numbers[0]}")
+    run_steps([lambda n=n: window.show_figure(n) for n in numbers[1:]])
+    sample("after_all", f"after visiting all {len(numbers)} figures "
+           f"({len(window.pages)} pages kept)")
+
+    switches = options["switches"]
+    if switches:
+        rng = random.Random(0)
+        every = max(1, switches // 10)
+        steps = []
+        for i, number in enumerate(rng.choices(numbers, k=switches), start=1):
+            steps.append(lambda n=number: window.show_figure(n))
+            if i % every == 0 or i == switches:
+                steps.append(lambda i=i: sample(f"switch_{i}", f"after {i} switches"))
+        run_steps(steps)
+
+    seconds = options["animate"]
+    if seconds:
+        animated = [spec.number for spec in catalog.all_figures() if spec.animated]
+        turns = iter(range(10**9))
+        started = time.perf_counter()
+
+        def next_turn() -> None:
+            window.show_figure(animated[next(turns) % len(animated)])
+
+        def keep_playing() -> None:  # an animation that ended plays again
+            model = window.models[window.current]
+            if not model.playing:
+                model.set_playing(True)
+
+        def take_sample() -> None:
+            elapsed = time.perf_counter() - started
+            sample(f"animate_{elapsed:.0f}s", f"after {elapsed:.0f} s of animation "
+                   f"(figure {window.current})")
+
+        next_turn()
+        timers = []
+        for interval_s, slot in ((ANIMATION_TURN_S, next_turn), (0.25, keep_playing),
+                                 (seconds / 10, take_sample)):
+            timer = QTimer()
+            timer.timeout.connect(slot)
+            timer.start(max(1, int(interval_s * 1000)))
+            timers.append(timer)
+        loop = QEventLoop()
+        QTimer.singleShot(int(seconds * 1000) + 50, loop.quit)
+        loop.exec()
+        for timer in timers:
+            timer.stop()
+        window.models[window.current].set_playing(False)
+    window.clock.stop()
+    return {"rss_mb": samples, "pages_kept": len(window.pages), "figures": len(numbers)}
+
+
+def measure_memory(args: argparse.Namespace) -> dict:
+    """The memory run in a fresh process, so nothing else measured here inflates it."""
+    options = {"theme": args.theme, "size": list(args.size), "switches": args.switches,
+               "animate": args.animate}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    with tempfile.TemporaryDirectory() as config:
+        env["XDG_CONFIG_HOME"] = config
+        child = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--memory-child",
+             json.dumps(options)], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        last = ""
+        for line in child.stdout:
+            if line.startswith("{"):
+                last = line
+            else:
+                print(line, end="", flush=True)
+        child.wait()
+    if child.returncode != 0 or not last:
+        raise SystemExit(f"the memory run failed (exit status {child.returncode})")
+    return json.loads(last)
+
+
+def memory_verdict(result: dict) -> str:
+    samples = result["rss_mb"]
+    after_all = samples["after_all"]
+    lines = [f"resident memory after visiting all {result['figures']} figures: "
+             f"{after_all:.1f} MB (budget {BUDGET_RSS_MB:.0f} MB: "
+             f"{'ok' if after_all < BUDGET_RSS_MB else 'OVER BUDGET'}); "
+             f"{result['pages_kept']} figure pages kept"]
+    for kind, label in (("switch_", "switches"), ("animate_", "animation")):
+        series = [value for key, value in samples.items() if key.startswith(kind)]
+        if len(series) >= 2:
+            growth = series[-1] - series[0]
+            flat = abs(growth) <= FLAT_MB
+            lines.append(f"{label}: {series[0]:.1f} -> {series[-1]:.1f} MB from the first "
+                         f"to the last sample (max {max(series):.1f}): "
+                         f"{'flat' if flat else 'GROWING'} (within {FLAT_MB:.0f} MB)")
+    return "\n".join(lines)
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         width, height = (int(part) for part in text.lower().split("x"))
@@ -191,6 +354,9 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] == ["--memory-child"]:
+        print(json.dumps(memory_child(json.loads(sys.argv[2]))), flush=True)
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     parser.add_argument("--figures", help="comma-separated figure numbers (default: all)")
@@ -199,7 +365,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="the look to measure in (default: dark)")
     parser.add_argument("--size", default="1280x800", type=_size,
                         help="the figure page's size, WxH (default: 1280x800)")
+    parser.add_argument("--no-latency", action="store_true",
+                        help="skip the latency sweep of every figure")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory run")
+    parser.add_argument("--switches", type=int, default=0, metavar="N",
+                        help="memory: N random figure switches after visiting all "
+                             "(default 0)")
+    parser.add_argument("--animate", type=float, default=0.0, metavar="SECONDS",
+                        help="memory: then SECONDS of animation (default 0)")
     args = parser.parse_args(argv)
+    if args.switches < 0 or args.animate < 0:
+        parser.error("--switches and --animate take a number >= 0")
 
     from PySide6.QtWidgets import QApplication
 
@@ -217,12 +393,18 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {"reference_ms_before": reference_ms()}
     if not args.no_startup:
         results.update(measure_startup())
-    figures = {spec.number: measure_figure(spec, app, args.size) for spec in specs}
+    figures = ({} if args.no_latency else
+               {spec.number: measure_figure(spec, app, args.size) for spec in specs})
     results["figures"] = figures
     results["reference_ms_after"] = reference_ms()
 
     print(f"{args.theme} look, {args.size[0]}x{args.size[1]}")
-    print(f"{'figure':<8}{'samples':>8}{'p50 ms':>9}{'p95 ms':>9}{'fps':>8}  verdict")
+    if not args.no_memory:
+        print("memory (a fresh process with the main window):")
+        results["memory"] = measure_memory(args)
+        print(memory_verdict(results["memory"]))
+    if figures:
+        print(f"{'figure':<8}{'samples':>8}{'p50 ms':>9}{'p95 ms':>9}{'fps':>8}  verdict")
     for number, row in figures.items():
         ok = (row["p95_ms"] is None or row["p95_ms"] <= BUDGET_P95_MS) and (
             row["fps"] is None or row["fps"] >= BUDGET_FPS - 2)

@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--set, --readout and --screenshot need --figure L.F")
         values = parse_settings(spec, args.set) if spec else {}
         playlist = parse_playlist_option(args.playlist)
-        kiosk = parse_kiosk(args)
+        kiosk = parse_kiosk(args, spec)
         if kiosk is not None and (args.present or playlist):
             raise UsageError("--kiosk cannot be combined with --present or --playlist")
         if args.readout or args.screenshot:
@@ -242,8 +242,6 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as error:
         print(f"gpuviz: error: broken data file: {error}", file=sys.stderr)
         return USAGE_ERROR
-    from gpuviz.main_window import run_window
-
     return run_window(spec, values, args.theme, warnings, present=args.present,
                       playlist=playlist, kiosk=kiosk)
 
@@ -252,7 +250,7 @@ def parse_playlist_option(text: str | None) -> list[str] | None:
     """--playlist: figure numbers separated by commas, or the path of a playlist file."""
     if text is None:
         return None
-    from gpuviz.presentation import PlaylistError, parse_playlist, read_playlist
+    from gpuviz.playlist import PlaylistError, parse_playlist, read_playlist
 
     path = Path(text)
     try:
@@ -263,9 +261,10 @@ def parse_playlist_option(text: str | None) -> list[str] | None:
         raise UsageError(f"--playlist: {error}") from None
 
 
-def parse_kiosk(args: argparse.Namespace):  # noqa: ANN201 - KioskConfig | None
-    """The kiosk settings from --config, then --lessons/--idle-reset; checked fully here
-    so a bad value stops before any window opens."""
+def parse_kiosk(args: argparse.Namespace, spec=None):  # noqa: ANN001, ANN201
+    """The kiosk settings (a KioskConfig, or None) from --config, then --lessons,
+    --idle-reset and --figure (where it starts); checked fully here so a bad value stops
+    before any window opens."""
     if not args.kiosk:
         if args.lessons or args.idle_reset is not None or args.config:
             raise UsageError("--lessons, --idle-reset and --config need --kiosk")
@@ -284,6 +283,93 @@ def parse_kiosk(args: argparse.Namespace):  # noqa: ANN201 - KioskConfig | None
                 raise KioskConfigError(f"idle_reset: '{args.idle_reset}' is not a number "
                                        "of seconds") from None
         config = config_from_mapping(overrides, config)
-        return config.with_figures()
+        return config.with_figures().starting_at(spec.number if spec else None)
     except KioskConfigError as error:
         raise UsageError(f"kiosk: {error}") from None
+
+
+# --- the window and the modes that wrap it ----------------------------------------------
+def make_window(theme_name: str, *, kiosk=None, remember: bool = True,  # noqa: ANN001, ANN201
+                text_scale: float = 1.0):
+    """The main window wrapped in its mode: kiosk mode (a KioskConfig), or else with lecture
+    mode at hand (F5). The window knows neither; each wraps it through its public methods."""
+    from gpuviz.main_window import MainWindow
+
+    if kiosk is not None:
+        from gpuviz.kiosk import Kiosk
+
+        window = MainWindow(theme_name, lessons=kiosk.lessons, remember=False,
+                            text_scale=text_scale)
+        Kiosk(window, kiosk)
+        return window
+    from gpuviz.presentation import Presenter
+
+    window = MainWindow(theme_name, remember=remember, text_scale=text_scale)
+    Presenter(window)
+    return window
+
+
+def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: ANN001
+               warnings: list[str], *, present: bool = False,
+               playlist: list[str] | None = None, kiosk=None) -> int:  # noqa: ANN001
+    import gc
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from gpuviz import catalog, state, theme
+    from gpuviz.kiosk import Kiosk
+    from gpuviz.main_window import saved_figure, settings
+    from gpuviz.paths import resource
+    from gpuviz.presentation import Presenter
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("gpuviz")
+    app.setOrganizationName("gpuviz")
+    app.setDesktopFileName("gpuviz")  # matches packaging/linux/gpuviz.desktop
+    app.setWindowIcon(QIcon(str(resource("icons", "gpuviz-256.png"))))
+    settings_message = state.recover_corrupt_settings()
+    store = settings()
+    prefs = state.load_preferences(store)
+    if kiosk is not None and kiosk.theme:
+        theme_name = kiosk.theme
+    preference = theme_name or prefs.theme
+    theme.apply(theme.resolve(preference, app), app, text_scale=prefs.text_scale)
+    window = make_window(preference, kiosk=kiosk, text_scale=prefs.text_scale)
+    window.clock.reduced_motion = prefs.reduced_motion
+    if kiosk is not None:
+        window.resize(1280, 800)
+        Kiosk.of(window).show()
+        first = kiosk.first
+    else:
+        window.restore_state(store)
+        window.show()
+        if playlist:
+            first = playlist[0]
+        else:
+            figures = catalog.all_figures()
+            first = spec.number if spec else (
+                saved_figure(store) or (figures[0].number if figures else None))
+
+    def open_first() -> None:
+        if first:
+            model = window.model(first)
+            with model.batch():
+                for key, value in values.items():
+                    model.set(key, value)
+            window.show_figure(first)
+        # What exists now lives as long as the window: keep the garbage collector from
+        # walking it again on every collection while the user drags a slider.
+        gc.freeze()
+        if playlist:
+            window.set_playlist(playlist)
+        if present:
+            Presenter.of(window).enter()
+        if settings_message:
+            window.notify("Settings reset", settings_message)
+        for warning in warnings:
+            window.notify("Some data was left out", warning)
+
+    QTimer.singleShot(0, open_first)  # show the window first, then build the figure
+    return app.exec()

@@ -4,9 +4,10 @@
 screen with no menus, no file dialogs and no export; Ctrl+Q, Alt+F4, Esc and F11 do
 nothing. The operator leaves with Ctrl+Alt+Shift+Q (then the PIN, when one is set).
 
-After `idle_reset` seconds without input a countdown offers "Keep exploring" or
+`--figure L.F` picks the figure it starts at (one of the chosen lessons; default: their
+first). After `idle_reset` seconds without input a countdown offers "Keep exploring" or
 "Start over"; starting over resets every figure to its defaults and goes back to the
-first figure. With `attract` > 0 the kiosk then steps through the figures every
+figure it started at. With `attract` > 0 the kiosk then steps through the figures every
 `attract` seconds (playing the animated ones) until someone touches it.
 
 The TOML file holds the same settings, at top level or in a [kiosk] table:
@@ -17,6 +18,9 @@ The TOML file holds the same settings, at top level or in a [kiosk] table:
     attract = 20           # seconds per figure of the attract loop; 0 = off
     pin = "4711"           # asked when the operator leaves; default: none
     theme = "projector"    # system, dark, light or projector
+
+The kiosk wraps the main window from outside (gpuviz.app composes them): it keeps only
+the window's browsing actions, covers the screen (gpuviz.screen) and refuses to close.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -42,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuviz import catalog
+from gpuviz.screen import ScreenCover
 
 if TYPE_CHECKING:
     from gpuviz.main_window import MainWindow
@@ -54,6 +58,8 @@ LIMITS = {  # name: (minimum, maximum); 0 also allowed where noted in ZERO_ALLOW
     "attract": (2.0, 3_600.0),
 }
 ZERO_ALLOWED = {"idle_reset", "attract"}
+# The window's actions a visitor keeps: browsing and reading, no files, no quitting.
+VISITOR_ACTIONS = ("next", "previous", "filter", "reset", "explain", "lesson")
 MAX_CONFIG_BYTES = 100_000
 ACTIVITY_EVENTS = {QEvent.KeyPress, QEvent.MouseButtonPress, QEvent.MouseMove,
                    QEvent.Wheel, QEvent.TouchBegin, QEvent.TouchUpdate, QEvent.TabletPress}
@@ -72,6 +78,7 @@ class KioskConfig:
     pin: str | None = None
     theme: str | None = None
     figures: tuple[str, ...] = field(default=(), compare=False)
+    start: str | None = None  # the figure it starts at and starts over at; None: the first
 
     def with_figures(self) -> KioskConfig:
         """The same config with `figures`: the built figures of the chosen lessons."""
@@ -81,6 +88,16 @@ class KioskConfig:
         if not chosen:
             raise KioskConfigError("the chosen lessons have no figures yet")
         return replace(self, figures=tuple(chosen))
+
+    def starting_at(self, number: str | None) -> KioskConfig:
+        """The same config starting at figure `number`, which must be one it shows."""
+        if number is not None and number not in self.figures:
+            raise KioskConfigError(f"figure {number} is not in the chosen lessons")
+        return replace(self, start=number)
+
+    @property
+    def first(self) -> str:
+        return self.start or self.figures[0]
 
 
 def parse_lessons(value: Any) -> tuple[int, ...]:
@@ -245,13 +262,20 @@ class Countdown(QWidget):
 
 
 class Kiosk(QObject):
-    """Idle detection, the countdown, starting over, the attract loop and the exit."""
+    """Kiosk mode around a main window: its few actions, the whole screen, idle detection,
+    the countdown, starting over, the attract loop and the exit."""
 
     def __init__(self, window: MainWindow, config: KioskConfig) -> None:
         super().__init__(window)
         self.window = window
-        self.config = config
+        self.config = config if config.figures else config.with_figures()
         self.operator_leaving = False
+        window.keep_actions(VISITOR_ACTIONS)
+        window.menuBar().hide()
+        window.statusBar().clearMessage()  # the window's key hints are not a visitor's
+        window.add_action("operator_exit", "Leave kiosk (operator)", self.request_exit,
+                          OPERATOR_EXIT_KEYS)
+        self.screen_cover = ScreenCover(window)
         self.countdown = Countdown(window)
         self.countdown.keep.clicked.connect(self.keep_exploring)
         self.countdown.start_over.clicked.connect(self.start_over)
@@ -272,6 +296,15 @@ class Kiosk(QObject):
             app.installEventFilter(self)
         self.restart_idle()
 
+    @staticmethod
+    def of(window: QWidget) -> Kiosk | None:
+        """The kiosk wrapping `window`, if any."""
+        return window.findChild(Kiosk)
+
+    def show(self) -> None:
+        """The window over the whole screen."""
+        self.screen_cover.cover()
+
     # --- idle ----------------------------------------------------------------------------
     def restart_idle(self) -> None:
         if self.config.idle_reset > 0:
@@ -279,6 +312,12 @@ class Kiosk(QObject):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
         kind = event.type()
+        if watched is self.window:  # the application's filter sees the window's events too
+            if kind == QEvent.Close and not self.operator_leaving:
+                event.ignore()  # Alt+F4 and the window manager's close button do nothing
+                return True
+            if kind == QEvent.Resize and self.countdown.isVisible():
+                self.countdown.pop_up()
         if kind in ACTIVITY_EVENTS and not self.countdown.isVisible():
             if kind == QEvent.MouseMove:
                 # Showing another figure can make Qt send a move with the same position.
@@ -311,10 +350,10 @@ class Kiosk(QObject):
         self.restart_idle()
 
     def start_over(self, attract: bool = False) -> None:
-        """Every figure back to its defaults and the first figure shown."""
+        """Every figure back to its defaults and the figure the kiosk started at shown."""
         self.tick_timer.stop()
         self.countdown.hide()
-        self.window.reset_everything()
+        self.window.reset_everything(self.config.first)
         if attract and self.config.attract > 0:
             self.attract_timer.start(int(self.config.attract * 1000))
             self._play_current()
@@ -368,7 +407,3 @@ class Kiosk(QObject):
         app = QApplication.instance()
         if app is not None:
             app.removeEventFilter(self)
-
-
-def exit_sequence() -> QKeySequence:
-    return QKeySequence(OPERATOR_EXIT_KEYS)

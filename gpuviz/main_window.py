@@ -1,21 +1,26 @@
 """The main window: lesson sidebar, figure area, lesson text pane, menus and shortcuts.
 
-Figures are built the first time they are shown and then kept; the models outlive their
-views, so changing the theme rebuilds views without losing anyone's settings. Each
+Figures are built when shown; the last MAX_PAGES built pages are kept, older ones are
+deleted (a revisit builds the page again). The models outlive their views, so a rebuilt
+page (after eviction or on a new theme) shows the learner's settings as left. Each
 figure's parameter values are saved in the settings (gpuviz.state) and come back at the
-next start. Lecture mode lives in gpuviz.presentation, kiosk mode in gpuviz.kiosk, export
-in gpuviz.export.
+next start. Export lives in gpuviz.export.
+
+The window knows nothing of the modes that wrap it (lecture mode in gpuviz.presentation,
+kiosk mode in gpuviz.kiosk; gpuviz.app composes them): they use its public methods,
+`add_action`, `keep_actions`, `stepper`, `override_theme`, `remember_layout` and the
+`figure_shown` signal.
 """
 
 from __future__ import annotations
 
-import gc
-import sys
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QIcon, QKeySequence, QTextCursor
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -26,6 +31,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QSplitter,
     QStackedWidget,
@@ -38,18 +44,13 @@ from PySide6.QtWidgets import (
 
 from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
-from gpuviz.kiosk import OPERATOR_EXIT_KEYS, Kiosk, KioskConfig
 from gpuviz.lessons import load_lesson_text
-from gpuviz.paths import resource
-from gpuviz.presentation import (
-    PLAYLIST_SUFFIX,
-    PlaylistError,
-    Presenter,
-    read_playlist,
-    write_playlist,
-)
+from gpuviz.playlist import PLAYLIST_SUFFIX, PlaylistError, read_playlist, write_playlist
 
 FIGURE_ROLE = Qt.UserRole
+# Built figure pages kept at once (the current one among them); a page costs several MB,
+# and a kiosk visits every figure all day.
+MAX_PAGES = 4
 SHORTCUTS = (
     ("Next figure", "PageDown, Ctrl+Right"),
     ("Previous figure", "PageUp, Ctrl+Left"),
@@ -73,19 +74,31 @@ def settings() -> QSettings:
     return state.settings()
 
 
+class Stepper(Protocol):
+    """What PageDown and PageUp do instead of the next and previous figure."""
+
+    def forward(self) -> None: ...
+    def back(self) -> None: ...
+
+
 class MainWindow(QMainWindow):
-    def __init__(self, theme_name: str = "dark", *, kiosk: KioskConfig | None = None,
+    figure_shown = Signal(str)  # a figure's page was shown (also when rebuilt in place)
+
+    def __init__(self, theme_name: str = "dark", *, lessons: Iterable[int] | None = None,
                  remember: bool = True, text_scale: float = 1.0) -> None:
         super().__init__()
         self.setWindowTitle("gpuviz")
+        self.theme_override: str | None = None
         self.theme_name = theme.resolve(theme_name)
         self.theme_preference = theme_name
         self.text_scale = text_scale
-        self.kiosk_config = kiosk.with_figures() if kiosk is not None else None
-        self.remember = remember and kiosk is None
+        self.lessons = tuple(lessons) if lessons is not None else None
+        self.remember = remember
+        self.remember_layout = True  # off while a mode rearranges the window
+        self.stepper: Stepper | None = None
         self.clock = AppClock(self)
         self.models: dict[str, Any] = {}
-        self.pages: dict[str, QWidget] = {}
+        self.pages: OrderedDict[str, QWidget] = OrderedDict()  # least recently shown first
         self.current: str | None = None
         self.playlist: list[str] = []
         self.messages: list[str] = []  # every message shown to the user, newest last
@@ -127,25 +140,18 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([260, 1000, 420])
         self.setCentralWidget(self.splitter)
-        self.presenter = Presenter(self)
         QApplication.styleHints().colorSchemeChanged.connect(self._follow_system_look)
-        self.kiosk: Kiosk | None = None
+        self.menus: dict[str, QMenu] = {}
         self._build_actions()
-        if self.kiosk_config is not None:
-            self.menuBar().hide()
-            self.kiosk = Kiosk(self, self.kiosk_config)
-        else:
-            self._build_menus()
-            self.statusBar().showMessage("PageDown / PageUp: next and previous figure · "
-                                         "F1: explain · F5: lecture mode · Ctrl+F: filter",
-                                         8000)
+        self._build_menus()
+        self.statusBar().showMessage("PageDown / PageUp: next and previous figure · "
+                                     "F1: explain · F5: lecture mode · Ctrl+F: filter", 8000)
 
     # --- sidebar -------------------------------------------------------------------------
     def _lessons(self) -> list[catalog.Lesson]:
-        if self.kiosk_config is None or self.kiosk_config.lessons is None:
+        if self.lessons is None:
             return list(catalog.LESSONS)
-        return [lesson for lesson in catalog.LESSONS
-                if lesson.number in self.kiosk_config.lessons]
+        return [lesson for lesson in catalog.LESSONS if lesson.number in self.lessons]
 
     def _fill_tree(self) -> None:
         for lesson in self._lessons():
@@ -199,27 +205,36 @@ class MainWindow(QMainWindow):
         return self.models[number]
 
     def page(self, number: str) -> QWidget:
-        if number not in self.pages:
-            from gpuviz.core.figure_view import FigurePage  # pyqtgraph loads here, not at start
+        """The figure's page, built from its model unless it is among the kept ones."""
+        if number in self.pages:
+            self.pages.move_to_end(number)
+            return self.pages[number]
+        from gpuviz.core.figure_view import FigurePage  # pyqtgraph loads here, not at start
 
-            spec = catalog.figure(number)
-            model = self.model(number)
-            page = FigurePage(spec, model, spec.make_view(model))
-            page.explain_requested.connect(self.explain)
-            page.reset_button.clicked.connect(lambda _=False, n=number: self._forget(n))
-            if self.kiosk is not None:
-                page.explain_button.setEnabled(True)
-            self.pages[number] = page
-            self.stack.addWidget(page)
-        return self.pages[number]
+        spec = catalog.figure(number)
+        model = self.model(number)
+        page = FigurePage(spec, model, spec.make_view(model))
+        page.explain_requested.connect(self.explain)
+        page.reset_button.clicked.connect(lambda _=False, n=number: self._forget(n))
+        self.pages[number] = page
+        self.stack.addWidget(page)
+        for old in [n for n in self.pages if n not in (number, self.current)]:
+            if len(self.pages) <= MAX_PAGES:
+                break
+            self._drop_page(old)
+        return page
+
+    def _drop_page(self, number: str) -> None:
+        """Delete a page (its model stays): out of the stack, then deleted by Qt."""
+        page = self.pages.pop(number)
+        self.stack.removeWidget(page)
+        page.deleteLater()
 
     def sequence(self) -> list[str]:
-        """The figures PageDown walks: the playlist, the kiosk's lessons, or all."""
+        """The figures PageDown walks: the playlist, or the listed lessons' figures."""
         if self.playlist:
             return list(self.playlist)
-        if self.kiosk_config is not None:
-            return list(self.kiosk_config.figures)
-        return [spec.number for spec in catalog.all_figures()]
+        return [spec.number for lesson in self._lessons() for spec in lesson.figures]
 
     def show_figure(self, number: str) -> None:
         if self.current and self.current in self.models:
@@ -238,7 +253,7 @@ class MainWindow(QMainWindow):
                 self.tree.setCurrentItem(item)
         if self.lesson_pane.isVisible():
             self.explain(spec.lesson_anchor)
-        self.presenter.figure_shown()
+        self.figure_shown.emit(number)
 
     def step_figure(self, offset: int, wrap: bool = True) -> bool:
         """Show the figure `offset` places along the sequence; False when there is none."""
@@ -255,18 +270,18 @@ class MainWindow(QMainWindow):
         return True
 
     def next_item(self) -> None:
-        self.presenter.forward() if self.presenter.active else self.step_figure(1)
+        self.stepper.forward() if self.stepper is not None else self.step_figure(1)
 
     def previous_item(self) -> None:
-        self.presenter.back() if self.presenter.active else self.step_figure(-1)
+        self.stepper.back() if self.stepper is not None else self.step_figure(-1)
 
     def reset_figure(self) -> None:
         if self.current:
             self.models[self.current].reset()
             self._forget(self.current)
 
-    def reset_everything(self) -> None:
-        """Every built figure back to its defaults, then the first figure (kiosk)."""
+    def reset_everything(self, first: str | None = None) -> None:
+        """Every figure back to its defaults, then `first` (default: the first listed)."""
         for number, model in self.models.items():
             if hasattr(model, "set_playing"):
                 model.set_playing(False)
@@ -275,8 +290,8 @@ class MainWindow(QMainWindow):
         self.filter.clear()
         self.lesson_pane.hide()
         numbers = self.sequence()
-        if numbers:
-            self.show_figure(numbers[0])
+        if first or numbers:
+            self.show_figure(first or numbers[0])
 
     # --- remembered parameter values -----------------------------------------------------
     def save_figure(self, number: str) -> None:
@@ -289,7 +304,8 @@ class MainWindow(QMainWindow):
 
     # --- lesson text ---------------------------------------------------------------------
     def explain(self, anchor: str | None = None) -> None:
-        if not self.current or self.presenter.active:
+        """Open the lesson text at the figure's section, unless a mode turned that off."""
+        if not self.current or not self.offers("explain"):
             return
         spec = catalog.figure(self.current)
         lesson = catalog.lesson_of(spec)
@@ -336,35 +352,42 @@ class MainWindow(QMainWindow):
             self.explain()
 
     # --- actions, menus and shortcuts ----------------------------------------------------
-    def _new_action(self, key: str, text: str, slot, keys: str = "",  # noqa: ANN001
-                    enabled: bool = True) -> QAction:
+    def add_action(self, key: str, text: str, slot: Callable[[], object], keys: str = "",
+                   enabled: bool = True, *, menu: str | None = None,
+                   before: str | None = None) -> QAction:
+        """An action with its shortcuts, in `menu` (before the action `before`, if there)."""
         action = QAction(text, self)
         if keys:
             action.setShortcuts([QKeySequence(k.strip()) for k in keys.split(",")])
         action.triggered.connect(slot)
         action.setEnabled(enabled)
-        self.addAction(action)  # shortcuts work with the menu bar hidden (lecture, kiosk)
+        self.addAction(action)  # shortcuts work with the menu bar hidden
         self.actions[key] = action
+        if menu is not None:
+            self.menus[menu].insertAction(self.actions.get(before), action)
         return action
 
+    def keep_actions(self, keys: Iterable[str]) -> None:
+        """Offer only these actions: the others leave the window and its menus, and what
+        they did is refused (a public screen has no files and no quitting)."""
+        for key in set(self.actions) - set(keys):
+            action = self.actions.pop(key)
+            self.removeAction(action)
+            action.deleteLater()  # and so out of the menus
+
+    def offers(self, key: str) -> bool:
+        action = self.actions.get(key)
+        return action is not None and action.isEnabled()
+
     def _build_actions(self) -> None:
-        kiosk = self.kiosk_config is not None
-        add = self._new_action
+        add = self.add_action
         add("next", "&Next", self.next_item, "PgDown, Ctrl+Right")
         add("previous", "&Previous", self.previous_item, "PgUp, Ctrl+Left")
         add("filter", "&Filter figures…", self.focus_filter, "Ctrl+F, Ctrl+K")
         add("reset", "&Reset figure", self.reset_figure, "Ctrl+R")
         add("explain", "&Explain (lesson text)", lambda: self.explain(), "F1")
         add("lesson", "&Lesson text pane", self.toggle_lesson_pane, "Ctrl+L")
-        if kiosk:
-            add("operator_exit", "Leave kiosk (operator)", self._operator_exit,
-                OPERATOR_EXIT_KEYS)
-            return
         add("quit", "&Quit", self.close, "Ctrl+Q")
-        add("present", "&Presentation (lecture mode)", self.presenter.toggle, "F5")
-        add("leave_present", "Leave presentation", self.presenter.leave, "Esc", False)
-        add("blank", "&Blank screen", self.presenter.toggle_blank, "B, .", False)
-        add("play", "Play / pause", self.presenter.play_pause, "Space", False)
         add("full_screen", "&Full screen", self.toggle_full_screen, "F11")
         add("export", "&Export figure…", lambda: self.export_figure(), "Ctrl+E")
         add("copy", "&Copy figure", self.copy_figure, "Ctrl+Shift+C")
@@ -379,7 +402,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         a = self.actions
-        file_menu = bar.addMenu("&File")
+        file_menu = self.menus["file"] = bar.addMenu("&File")
         for key in ("export", "copy", "copy_readouts", "export_data"):
             file_menu.addAction(a[key])
         file_menu.addSeparator()
@@ -393,8 +416,8 @@ class MainWindow(QMainWindow):
         nav = bar.addMenu("&Navigate")
         for key in ("next", "previous", "filter", "reset"):
             nav.addAction(a[key])
-        view = bar.addMenu("&View")
-        for key in ("explain", "lesson", "present", "full_screen"):
+        view = self.menus["view"] = bar.addMenu("&View")  # lecture mode adds itself here
+        for key in ("explain", "lesson", "full_screen"):
             view.addAction(a[key])
         themes = view.addMenu("&Theme")
         for name in ("system", "dark", "light", "projector"):
@@ -409,18 +432,12 @@ class MainWindow(QMainWindow):
         action.triggered.connect(self.show_about)
         help_menu.addAction(action)
 
-    def presentation_changed(self, active: bool) -> None:
-        for key in ("leave_present", "blank", "play"):
-            self.actions[key].setEnabled(active)
-        for key in ("filter", "explain", "lesson", "full_screen"):
-            self.actions[key].setEnabled(not active)
-
     def focus_filter(self) -> None:
         self.filter.setFocus()
         self.filter.selectAll()
 
     def toggle_full_screen(self) -> None:
-        if self.kiosk is not None:
+        if not self.offers("full_screen"):
             return
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
 
@@ -435,21 +452,24 @@ class MainWindow(QMainWindow):
             self.apply_theme("system", remember=False)
 
     def apply_theme(self, name: str, remember: bool = True) -> None:
+        """The user's theme `name` (shown unless a mode overrides it); pages are rebuilt,
+        since views read their colours when built."""
         self.theme_preference = name
-        self.theme_name = theme.resolve(name)
+        self.theme_name = theme.resolve(self.theme_override or name)
         theme.apply(self.theme_name, text_scale=self.text_scale)
-        if remember and self.kiosk is None:
+        if remember and self.remember:
             settings().setValue(state.THEME_KEY, name)
         current = self.current
-        for page in self.pages.values():
-            self.stack.removeWidget(page)
-            page.deleteLater()
-        self.pages.clear()
+        for number in list(self.pages):
+            self._drop_page(number)
         if current:
             self.current = None
             self.show_figure(current)
-        if self.presenter.blanked:
-            self.presenter.blank.cover()
+
+    def override_theme(self, name: str | None) -> None:
+        """Show theme `name` whatever the user's choice (None: the user's choice again)."""
+        self.theme_override = name
+        self.apply_theme(self.theme_preference, remember=False)
 
     def preferences(self) -> state.Preferences:
         return state.Preferences(self.theme_preference, self.text_scale,
@@ -458,13 +478,9 @@ class MainWindow(QMainWindow):
     def apply_preferences(self, prefs: state.Preferences) -> None:
         self.text_scale = prefs.text_scale
         self.clock.reduced_motion = prefs.reduced_motion
-        if self.kiosk is None:
+        if self.remember:
             state.save_preferences(settings(), prefs)
-        if self.presenter.active:
-            self.presenter._before["theme"] = prefs.theme
-            self.apply_theme("projector", remember=False)
-        else:
-            self.apply_theme(prefs.theme, remember=False)
+        self.apply_theme(prefs.theme, remember=False)
 
     def show_preferences(self) -> QDialog:
         from gpuviz.preferences import PreferencesDialog
@@ -518,7 +534,7 @@ class MainWindow(QMainWindow):
         return folder if folder and Path(folder).is_dir() else str(Path.home())
 
     def open_playlist(self, path: Path | str | None = None) -> bool:
-        if self.kiosk is not None:
+        if not self.offers("open_playlist"):
             return False
         if path is None:
             name, _ = QFileDialog.getOpenFileName(
@@ -538,7 +554,7 @@ class MainWindow(QMainWindow):
         return True
 
     def save_playlist(self, path: Path | str | None = None) -> bool:
-        if self.kiosk is not None:
+        if not self.offers("save_playlist"):
             return False
         numbers = self.playlist or ([self.current] if self.current else [])
         if not numbers:
@@ -568,7 +584,7 @@ class MainWindow(QMainWindow):
     def export_figure(self, path: Path | str | None = None, scale: float | None = None) -> bool:
         """PNG (at `scale`) or SVG by the file name; asks for both when `path` is None."""
         page = self._current_page()
-        if self.kiosk is not None or page is None:
+        if not self.offers("export") or page is None:
             return False
         if path is None:
             chosen = self._ask_export_file()
@@ -619,7 +635,7 @@ class MainWindow(QMainWindow):
 
     def copy_figure(self) -> bool:
         page = self._current_page()
-        if self.kiosk is not None or page is None:
+        if not self.offers("copy") or page is None:
             return False
         export.copy_image(page, export.metadata(page.spec, page.model))
         self.statusBar().showMessage("Figure copied to the clipboard", 4000)
@@ -627,7 +643,7 @@ class MainWindow(QMainWindow):
 
     def copy_readouts(self) -> bool:
         page = self._current_page()
-        if self.kiosk is not None or page is None:
+        if not self.offers("copy_readouts") or page is None:
             return False
         page.view.readouts.copy_all()
         self.statusBar().showMessage("Readouts copied to the clipboard", 4000)
@@ -635,7 +651,7 @@ class MainWindow(QMainWindow):
 
     def export_data(self, path: Path | str | None = None) -> bool:
         page = self._current_page()
-        if self.kiosk is not None or page is None:
+        if not self.offers("export_data") or page is None:
             return False
         if path is None:
             default = Path(self._folder(state.EXPORT_FOLDER_KEY)) / f"figure-{self.current}.csv"
@@ -653,11 +669,6 @@ class MainWindow(QMainWindow):
         settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
         return True
 
-    # --- kiosk ---------------------------------------------------------------------------
-    def _operator_exit(self) -> None:
-        if self.kiosk is not None:
-            self.kiosk.request_exit()
-
     # --- persistence ---------------------------------------------------------------------
     def restore_state(self, store: QSettings) -> None:
         geometry = store.value("window/geometry")
@@ -671,7 +682,7 @@ class MainWindow(QMainWindow):
     def save_state(self, store: QSettings) -> None:
         if not self.remember:
             return
-        if not self.presenter.active:
+        if self.remember_layout:
             store.setValue("window/geometry", self.saveGeometry())
             store.setValue("window/splitter", self.splitter.saveState())
         if self.current:
@@ -680,19 +691,7 @@ class MainWindow(QMainWindow):
             state.save_figure(store, number, model)
         store.sync()
 
-    def resizeEvent(self, event) -> None:  # noqa: ANN001, N802
-        super().resizeEvent(event)
-        if self.presenter.blanked:
-            self.presenter.blank.cover()
-        if self.kiosk is not None and self.kiosk.countdown.isVisible():
-            self.kiosk.countdown.pop_up()
-
     def closeEvent(self, event) -> None:  # noqa: ANN001, N802
-        if self.kiosk is not None and not self.kiosk.operator_leaving:
-            event.ignore()  # Alt+F4 and the window manager's close button do nothing
-            return
-        if self.kiosk is not None:
-            self.kiosk.stop()
         self.clock.stop()
         self.save_state(settings())
         super().closeEvent(event)
@@ -704,61 +703,3 @@ def saved_figure(store: QSettings) -> str | None:
         return catalog.figure(str(number)).number if number else None
     except KeyError:
         return None
-
-
-def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: ANN001
-               warnings: list[str], *, present: bool = False,
-               playlist: list[str] | None = None, kiosk: KioskConfig | None = None) -> int:
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("gpuviz")
-    app.setOrganizationName("gpuviz")
-    app.setDesktopFileName("gpuviz")  # matches packaging/linux/gpuviz.desktop
-    app.setWindowIcon(QIcon(str(resource("icons", "gpuviz-256.png"))))
-    settings_message = state.recover_corrupt_settings()
-    store = settings()
-    prefs = state.load_preferences(store)
-    if kiosk is not None and kiosk.theme:
-        theme_name = kiosk.theme
-    preference = theme_name or prefs.theme
-    theme.apply(theme.resolve(preference, app), app, text_scale=prefs.text_scale)
-    window = MainWindow(preference, kiosk=kiosk, text_scale=prefs.text_scale)
-    window.clock.reduced_motion = prefs.reduced_motion
-    if kiosk is not None:
-        window.resize(1280, 800)
-        window.showFullScreen()
-    else:
-        window.restore_state(store)
-        window.show()
-    if kiosk is not None:
-        first = window.sequence()[0]
-    elif playlist:
-        first = playlist[0]
-    else:
-        first = spec.number if spec else (saved_figure(store) or _first_figure())
-
-    def open_first() -> None:
-        if first:
-            model = window.model(first)
-            with model.batch():
-                for key, value in values.items():
-                    model.set(key, value)
-            window.show_figure(first)
-        # What exists now lives as long as the window: keep the garbage collector from
-        # walking it again on every collection while the user drags a slider.
-        gc.freeze()
-        if playlist:
-            window.set_playlist(playlist)
-        if present:
-            window.presenter.enter()
-        if settings_message:
-            window.notify("Settings reset", settings_message)
-        for warning in warnings:
-            window.notify("Some data was left out", warning)
-
-    QTimer.singleShot(0, open_first)  # show the window first, then build the figure
-    return app.exec()
-
-
-def _first_figure() -> str | None:
-    figures = catalog.all_figures()
-    return figures[0].number if figures else None

@@ -9,89 +9,27 @@ Keys while presenting (a presentation clicker sends PageDown, PageUp, B or perio
 * Space: play or pause an animated figure.
 * Esc or F5: leave lecture mode, back to the theme and layout from before.
 
-A playlist (a text file of figure numbers) picks the figures and their order.
+A playlist (gpuviz.playlist) picks the figures and their order. The presenter wraps the
+main window from outside, through its public methods (gpuviz.app composes them); the
+window knows nothing of lecture mode.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QWidget
 
-from gpuviz import catalog
 from gpuviz.core.model import AnimatedModel
+from gpuviz.screen import ScreenCover
 
 if TYPE_CHECKING:
     from gpuviz.main_window import MainWindow
 
-PLAYLIST_SUFFIX = ".gpuviz-playlist"
-MAX_PLAYLIST_BYTES = 100_000
-
-
-class PlaylistError(ValueError):
-    """A playlist we refuse, with the sentence that says why."""
-
-
-def parse_playlist(text: str) -> list[str]:
-    """Figure numbers from a playlist: JSON (a list, or {"figures": [...]}) or plain text
-    with numbers separated by commas, spaces or new lines; `#` starts a comment.
-    Every number must be a figure of the catalog; raises PlaylistError otherwise."""
-    stripped = text.strip()
-    if stripped.startswith(("[", "{")):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as error:
-            raise PlaylistError(f"not valid JSON: {error.msg} (line {error.lineno})") from None
-        if isinstance(data, dict):
-            data = data.get("figures")
-        if not isinstance(data, list) or not all(isinstance(x, str | int | float)
-                                                 for x in data):
-            raise PlaylistError('JSON playlist must be a list of figure numbers or '
-                                '{"figures": [...]}')
-        words = [str(x) for x in data]
-    else:
-        words = []
-        for line in text.splitlines():
-            words += line.split("#", 1)[0].replace(",", " ").split()
-    if not words:
-        raise PlaylistError("the playlist names no figures")
-    known = {spec.number for spec in catalog.all_figures()}
-    unknown = [word for word in words if word not in known]
-    if unknown:
-        raise PlaylistError(f"unknown figure {', '.join(repr(u) for u in unknown[:5])}; "
-                            f"built figures: {', '.join(sorted(known, key=_sort_key))}")
-    return words
-
-
-def _sort_key(number: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in number.split("."))
-    except ValueError:
-        return (999,)
-
-
-def read_playlist(path: Path) -> list[str]:
-    try:
-        if path.stat().st_size > MAX_PLAYLIST_BYTES:
-            raise PlaylistError("the file is too large to be a playlist")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise PlaylistError("the file is not text") from None
-    except OSError as error:
-        raise PlaylistError(error.strerror or str(error)) from None
-    return parse_playlist(text)
-
-
-def playlist_text(numbers: list[str]) -> str:
-    return ("# gpuviz playlist: figure numbers in the order to show them\n"
-            + "\n".join(numbers) + "\n")
-
-
-def write_playlist(path: Path, numbers: list[str]) -> None:
-    path.write_text(playlist_text(numbers), encoding="utf-8")
+PROJECTOR = "projector"
+# The window's actions that lecture mode turns off while it lasts, and back on after.
+WINDOW_ACTIONS_OFF = ("filter", "explain", "lesson", "full_screen")
 
 
 class BlankScreen(QWidget):
@@ -105,21 +43,35 @@ class BlankScreen(QWidget):
         self.hide()
 
     def cover(self) -> None:
-        self.setGeometry(self.parentWidget().rect())
+        self.show()  # first: showing may lay the window out again, to another size
         self.raise_()
-        self.show()
+        self.setGeometry(self.parentWidget().rect())
 
 
 class Presenter(QObject):
-    """The lecture-mode half of the main window: enter/leave, clicker keys, blanking."""
+    """Lecture mode around a main window: enter/leave, clicker keys, blanking."""
 
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.window = window
         self.active = False
         self.blank = BlankScreen(window)
+        self.screen_cover = ScreenCover(window)
         self._steps = 0  # PageDown steps taken in the current animated figure
         self._before: dict[str, object] = {}
+        add = window.add_action
+        add("present", "&Presentation (lecture mode)", self.toggle, "F5", menu="view",
+            before="full_screen")
+        add("leave_present", "Leave presentation", self.leave, "Esc", False)
+        add("blank", "&Blank screen", self.toggle_blank, "B, .", False)
+        add("play", "Play / pause", self.play_pause, "Space", False)
+        window.figure_shown.connect(self._figure_shown)
+        window.installEventFilter(self)
+
+    @staticmethod
+    def of(window: QWidget) -> Presenter | None:
+        """The presenter wrapping `window`, if any."""
+        return window.findChild(Presenter)
 
     # --- entering and leaving ------------------------------------------------------------
     def enter(self) -> None:
@@ -128,18 +80,20 @@ class Presenter(QObject):
         w = self.window
         self.active = True
         self._before = {
-            "theme": w.theme_preference, "sidebar": w.sidebar.isVisible(),
-            "lesson": w.lesson_pane.isVisible(), "maximized": w.isMaximized(),
-            "fullscreen": w.isFullScreen(), "geometry": w.saveGeometry(),
+            "sidebar": w.sidebar.isVisible(), "lesson": w.lesson_pane.isVisible(),
+            "maximized": w.isMaximized(), "fullscreen": w.isFullScreen(),
+            "geometry": w.saveGeometry(),
         }
+        self._set_actions(True)
+        w.stepper = self
+        w.remember_layout = False  # the layout to keep is the one from before
         w.sidebar.hide()
         w.lesson_pane.hide()
         w.menuBar().hide()
         w.statusBar().hide()
-        w.apply_theme("projector", remember=False)
-        w.showFullScreen()
+        w.override_theme(PROJECTOR)
+        self.screen_cover.cover()
         self._steps = 0
-        w.presentation_changed(True)
 
     def leave(self) -> None:
         if not self.active:
@@ -148,18 +102,31 @@ class Presenter(QObject):
         self.active = False
         self.blank.hide()
         before = self._before
-        w.apply_theme(str(before.get("theme", "system")), remember=False)
+        self._set_actions(False)
+        w.stepper = None
+        w.remember_layout = True
+        w.override_theme(None)
         w.sidebar.setVisible(bool(before.get("sidebar", True)))
-        if not w.kiosk:
-            w.menuBar().show()
-            w.statusBar().show()
+        w.menuBar().show()
+        w.statusBar().show()
         if before.get("lesson"):
             w.explain()
-        if not before.get("fullscreen") and not w.kiosk:
-            w.showMaximized() if before.get("maximized") else w.showNormal()
-            if not before.get("maximized") and before.get("geometry") is not None:
+        self.screen_cover.uncover()  # hides the window: shown again as it was before
+        if before.get("fullscreen"):
+            w.showFullScreen()
+        elif before.get("maximized"):
+            w.showMaximized()
+        else:
+            w.showNormal()
+            if before.get("geometry") is not None:
                 w.restoreGeometry(before["geometry"])
-        w.presentation_changed(False)
+
+    def _set_actions(self, active: bool) -> None:
+        for key in ("leave_present", "blank", "play"):
+            self.window.actions[key].setEnabled(active)
+        for key in WINDOW_ACTIONS_OFF:
+            if key in self.window.actions:
+                self.window.actions[key].setEnabled(not active)
 
     def toggle(self) -> None:
         self.leave() if self.active else self.enter()
@@ -199,9 +166,16 @@ class Presenter(QObject):
             model.set_playing(False)
             model.rewind()
 
-    def figure_shown(self) -> None:
-        """Called by the window when another figure is shown by any route."""
+    def _figure_shown(self, _number: str) -> None:
+        """Another figure by any route (or the same one rebuilt in a new look)."""
         self._steps = 0
+        if self.blanked:
+            self.blank.cover()  # over the page just built
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self.window and event.type() == QEvent.Resize and self.blanked:
+            self.blank.cover()
+        return False
 
     def toggle_blank(self) -> None:
         if self.blank.isVisible():

@@ -7,8 +7,7 @@ from PySide6.QtCore import Qt
 
 from gpuviz import app as cli
 from gpuviz import catalog, state
-from gpuviz.kiosk import KioskConfig, KioskConfigError, config_from_mapping, load_config
-from gpuviz.main_window import MainWindow
+from gpuviz.kiosk import Kiosk, KioskConfig, KioskConfigError, config_from_mapping, load_config
 
 
 @pytest.fixture
@@ -17,18 +16,18 @@ def lesson_one(monkeypatch):
 
 
 def make_kiosk(qtbot, **config):
-    window = MainWindow("dark", kiosk=KioskConfig(**config))
+    window = cli.make_window("dark", kiosk=KioskConfig(**config))
     qtbot.addWidget(window)
     window.resize(1280, 800)
-    window.showFullScreen()
+    Kiosk.of(window).show()
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow, timeout=2000)  # so shortcuts reach it
-    window.show_figure(window.sequence()[0])
+    window.show_figure(Kiosk.of(window).config.first)  # what app.run_window does
     return window
 
 
 def shut(window):
-    window.kiosk.leave()
+    Kiosk.of(window).leave()
     window.clock.stop()
 
 
@@ -46,7 +45,7 @@ def test_no_menus_no_quit_no_escape(kiosk, qtbot):
                           (Qt.Key_F5, Qt.NoModifier)):
         qtbot.keyClick(kiosk, key, modifier)
         assert kiosk.isVisible() and kiosk.isFullScreen()
-        assert not kiosk.presenter.active
+        assert "present" not in kiosk.actions
     qtbot.keyClick(kiosk, Qt.Key_PageDown)  # keys do reach the window
     assert kiosk.current == kiosk.sequence()[1]
     assert not kiosk.close()  # what Alt+F4 and the title-bar button ask for
@@ -73,14 +72,14 @@ def test_operator_chord_leaves(themed, qtbot, lesson_one):
 def test_operator_chord_with_pin(themed, qtbot, lesson_one):
     window = make_kiosk(qtbot, idle_reset=0, pin="4711")
     window.actions["operator_exit"].trigger()
-    dialog = window.kiosk.pin_dialog
+    dialog = Kiosk.of(window).pin_dialog
     assert dialog is not None and dialog.isVisible()
     dialog.setTextValue("0000")
     dialog.accept()
     assert window.isVisible()
     window.actions["operator_exit"].trigger()
-    window.kiosk.pin_dialog.setTextValue("4711")
-    window.kiosk.pin_dialog.accept()
+    Kiosk.of(window).pin_dialog.setTextValue("4711")
+    Kiosk.of(window).pin_dialog.accept()
     assert not window.isVisible()
     window.clock.stop()
 
@@ -89,7 +88,7 @@ def test_idle_countdown_keep_exploring(themed, qtbot, lesson_one):
     window = make_kiosk(qtbot, idle_reset=1, countdown=5)
     window.show_figure("1.3")
     window.models["1.3"].set("threads_per_block", 1024)
-    countdown = window.kiosk.countdown
+    countdown = Kiosk.of(window).countdown
     qtbot.waitUntil(countdown.isVisible, timeout=3000)
     assert "5 seconds" in countdown.label.text()
     qtbot.mouseClick(countdown.keep, Qt.LeftButton)
@@ -103,14 +102,14 @@ def test_idle_countdown_runs_out_and_starts_over(themed, qtbot, lesson_one):
     window.show_figure("1.3")
     window.models["1.3"].set("threads_per_block", 1024)
     window.explain()
-    qtbot.waitUntil(lambda: window.kiosk.attracting, timeout=5000)
+    qtbot.waitUntil(lambda: Kiosk.of(window).attracting, timeout=5000)
     assert window.current == window.sequence()[0]
     assert window.models["1.3"].threads_per_block == 256
     assert not window.lesson_pane.isVisible()
     first = window.current
     qtbot.waitUntil(lambda: window.current != first, timeout=4000)  # the attract loop
     qtbot.keyClick(window, Qt.Key_Right)  # a visitor: the loop stops
-    assert not window.kiosk.attracting
+    assert not Kiosk.of(window).attracting
     shut(window)
 
 
@@ -119,7 +118,7 @@ def test_activity_postpones_the_countdown(themed, qtbot, lesson_one):
     for _ in range(5):  # 2.5 s in all, more than the idle time, with input every 0.5 s
         qtbot.wait(500)
         qtbot.keyClick(window.tree, Qt.Key_Down)
-        assert not window.kiosk.countdown.isVisible()
+        assert not Kiosk.of(window).countdown.isVisible()
     shut(window)
 
 
@@ -127,12 +126,42 @@ def test_start_over_button(themed, qtbot, lesson_one):
     window = make_kiosk(qtbot, idle_reset=1, countdown=30)
     window.show_figure("1.3")
     window.models["1.3"].set("registers_per_thread", 128)
-    qtbot.waitUntil(window.kiosk.countdown.isVisible, timeout=3000)
-    qtbot.mouseClick(window.kiosk.countdown.start_over, Qt.LeftButton)
+    qtbot.waitUntil(Kiosk.of(window).countdown.isVisible, timeout=3000)
+    qtbot.mouseClick(Kiosk.of(window).countdown.start_over, Qt.LeftButton)
     assert window.current == window.sequence()[0]
     assert window.models["1.3"].registers_per_thread == 32
-    assert not window.kiosk.attracting
+    assert not Kiosk.of(window).attracting
     shut(window)
+
+
+def test_kiosk_starts_and_starts_over_at_its_figure(themed, qtbot, lesson_one):
+    window = make_kiosk(qtbot, idle_reset=1, countdown=30, lessons=(1,), start="1.3")
+    assert window.current == "1.3"
+    window.show_figure("1.4")
+    qtbot.waitUntil(Kiosk.of(window).countdown.isVisible, timeout=3000)
+    qtbot.mouseClick(Kiosk.of(window).countdown.start_over, Qt.LeftButton)
+    assert window.current == "1.3"
+    shut(window)
+
+
+def test_figure_option_picks_where_the_kiosk_starts(monkeypatch, capsys):
+    seen = {}
+    monkeypatch.setattr("gpuviz.app.run_window", lambda *a, **k: seen.update(k) or 0)
+    assert cli.main(["--kiosk", "--figure", "1.3"]) == 0
+    assert seen["kiosk"].first == "1.3"
+    assert cli.main(["--kiosk", "--lessons", "1", "--figure", "2.1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "figure 2.1 is not in the chosen lessons" in err[0]
+
+
+def test_kiosk_covers_the_screen_and_follows_it(kiosk, qapp):
+    screen = kiosk.screen()
+    assert kiosk.geometry().contains(screen.geometry())
+    assert kiosk.windowFlags() & Qt.FramelessWindowHint
+    assert kiosk.windowFlags() & Qt.WindowStaysOnTopHint
+    kiosk.setGeometry(10, 10, 400, 300)  # as if the screen had changed under it
+    screen.geometryChanged.emit(screen.geometry())
+    assert kiosk.geometry().contains(screen.geometry()) and kiosk.isFullScreen()
 
 
 def test_kiosk_saves_no_settings(themed, qtbot, lesson_one):
@@ -168,7 +197,7 @@ def test_config_file(tmp_path):
 ])
 def test_bad_config_is_refused_before_a_window_opens(tmp_path, capsys, monkeypatch,
                                                      content, needle):
-    monkeypatch.setattr("gpuviz.main_window.run_window",
+    monkeypatch.setattr("gpuviz.app.run_window",
                         lambda *a, **k: pytest.fail("a window was opened"))
     path = tmp_path / "kiosk.toml"
     path.write_text(content, encoding="utf-8")
@@ -197,7 +226,7 @@ def test_command_line_wins_over_the_config(tmp_path, monkeypatch):
     path = tmp_path / "kiosk.toml"
     path.write_text("idle_reset = 60\nlessons = '1-2'\n", encoding="utf-8")
     seen = {}
-    monkeypatch.setattr("gpuviz.main_window.run_window",
+    monkeypatch.setattr("gpuviz.app.run_window",
                         lambda *a, **k: seen.update(k) or 0)
     assert cli.main(["--kiosk", "--config", str(path), "--idle-reset", "30",
                      "--lessons", "1"]) == 0

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
+from gpuviz import app as cli
 from gpuviz import catalog, state, theme
 from gpuviz.core.figure_view import FigurePage
 from gpuviz.core.widgets import TextTable
@@ -143,7 +144,7 @@ def window(look, qtbot):
 
     def make(name: str) -> MainWindow:
         look(name)
-        window = MainWindow(name, remember=False)
+        window = cli.make_window(name, remember=False)  # with lecture mode (F5)
         qtbot.addWidget(window)
         window.resize(*SIZE)
         # The splitter shares the width out anew on a look change (the sidebar's font

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QEvent, QSettings, Qt
 
 from gpuviz import catalog, state
 from gpuviz.main_window import MainWindow, saved_figure, settings
@@ -125,3 +125,44 @@ def test_preferences_apply_theme_text_scale_and_reduced_motion(window):
     dialog.accept()
     assert state.load_preferences(settings()) == state.Preferences()
     assert not window.clock.reduced_motion
+
+
+def test_at_most_four_pages_are_kept_and_the_rest_deleted(window, qapp):
+    from gpuviz.main_window import MAX_PAGES
+
+    numbers = [spec.number for spec in catalog.all_figures()][:MAX_PAGES + 2]
+    for number in numbers:
+        window.show_figure(number)
+    assert list(window.pages) == numbers[-MAX_PAGES:]
+    assert window.stack.count() == MAX_PAGES + 1  # and the placeholder
+    assert window.stack.currentWidget() is window.pages[numbers[-1]]
+    window.show_figure(numbers[-MAX_PAGES])  # a revisit counts as recent
+    window.show_figure(numbers[0])
+    assert numbers[-MAX_PAGES] in window.pages and numbers[-MAX_PAGES + 1] not in window.pages
+    assert set(window.models) == set(numbers)  # the models stay
+
+
+def test_a_revisited_evicted_figure_shows_its_state_as_left(window, qapp):
+    from gpuviz.main_window import MAX_PAGES
+
+    def shown(page):
+        controls = {c.name: c.value_label.text() for c in page.view.controls.controls
+                    if hasattr(c, "value_label")}
+        return controls, page.view.readouts.texts()
+
+    window.show_figure("1.3")
+    window.models["1.3"].set("threads_per_block", 1024)
+    qapp.processEvents()
+    before = shown(window.pages["1.3"])
+    assert before[0]["threads_per_block"] == "1,024 threads"
+    deleted = []
+    window.pages["1.3"].destroyed.connect(lambda: deleted.append(True))
+    others = [spec.number for spec in catalog.all_figures() if spec.number != "1.3"]
+    for number in others[:MAX_PAGES]:
+        window.show_figure(number)
+    assert "1.3" not in window.pages
+    qapp.sendPostedEvents(None, QEvent.DeferredDelete)  # the page is really deleted
+    assert deleted
+    window.show_figure("1.3")
+    qapp.processEvents()
+    assert shown(window.pages["1.3"]) == before

@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt
 
 from gpuviz import app as cli
 from gpuviz import catalog, state, theme
-from gpuviz.main_window import MainWindow
-from gpuviz.presentation import PlaylistError, parse_playlist, playlist_text
+from gpuviz.playlist import PlaylistError, parse_playlist, playlist_text
+from gpuviz.presentation import Presenter
 
 LESSON_ONE = catalog.LESSONS[0]
 
@@ -24,7 +24,7 @@ def lesson_one(monkeypatch):
 @pytest.fixture
 def window(themed, qtbot, lesson_one):
     state.reset_all()
-    window = MainWindow("dark", remember=False)
+    window = cli.make_window("dark", remember=False)
     qtbot.addWidget(window)
     window.resize(1280, 800)
     window.show()
@@ -40,20 +40,33 @@ def press(qtbot, window, key):
 
 def test_f5_enters_and_esc_leaves_lecture_mode(window, qtbot):
     press(qtbot, window, Qt.Key_F5)
-    assert window.presenter.active
+    assert Presenter.of(window).active
     assert theme.current().name == "projector"
     assert not window.sidebar.isVisible() and not window.lesson_pane.isVisible()
     assert not window.menuBar().isVisible()
     assert window.isFullScreen()
     press(qtbot, window, Qt.Key_Escape)
-    assert not window.presenter.active
+    assert not Presenter.of(window).active
     assert theme.current().name == "dark"
     assert window.sidebar.isVisible() and window.menuBar().isVisible()
     assert not window.isFullScreen()
 
 
+def test_lecture_mode_covers_the_screen_and_gives_the_window_back(window, qapp):
+    flags = window.windowFlags()
+    Presenter.of(window).enter()
+    # Covers it (the offscreen test screen is narrower than the window can be).
+    assert window.geometry().contains(window.screen().geometry())
+    assert window.windowFlags() & Qt.FramelessWindowHint
+    assert window.windowFlags() & Qt.WindowStaysOnTopHint
+    assert window.actions["present"] in window.menus["view"].actions()
+    Presenter.of(window).leave()
+    assert window.windowFlags() == flags and window.isVisible()
+    assert not window.isFullScreen()
+
+
 def test_page_down_steps_an_animation_then_moves_on(window, qtbot, lesson_one):
-    window.presenter.enter()
+    Presenter.of(window).enter()
     press(qtbot, window, Qt.Key_PageDown)
     assert window.current == "1.2"
     model = window.models["1.2"]
@@ -84,7 +97,7 @@ def test_space_plays_and_pauses(window, qtbot):
     window.show_figure("1.2")
     press(qtbot, window, Qt.Key_Space)  # not presenting: Space is not ours
     assert not window.models["1.2"].playing
-    window.presenter.enter()
+    Presenter.of(window).enter()
     model = window.models["1.2"]
     press(qtbot, window, Qt.Key_Space)
     assert model.playing and window.clock.running
@@ -93,26 +106,26 @@ def test_space_plays_and_pauses(window, qtbot):
 
 
 def test_b_and_period_blank_the_screen(window, qtbot):
-    window.presenter.enter()
+    Presenter.of(window).enter()
     press(qtbot, window, Qt.Key_B)
-    assert window.presenter.blanked
-    blank = window.presenter.blank
+    assert Presenter.of(window).blanked
+    blank = Presenter.of(window).blank
     assert blank.geometry() == window.rect()
     image = blank.grab().toImage()
     assert image.pixelColor(image.width() // 2, image.height() // 2).name() == "#000000"
     press(qtbot, window, Qt.Key_B)
-    assert not window.presenter.blanked
+    assert not Presenter.of(window).blanked
     press(qtbot, window, Qt.Key_Period)
-    assert window.presenter.blanked
+    assert Presenter.of(window).blanked
     press(qtbot, window, Qt.Key_Period)
-    assert not window.presenter.blanked
+    assert not Presenter.of(window).blanked
 
 
 def test_models_survive_the_theme_switch_of_lecture_mode(window):
     window.show_figure("1.3")
     window.models["1.3"].set("registers_per_thread", 128)
-    window.presenter.enter()
-    window.presenter.leave()
+    Presenter.of(window).enter()
+    Presenter.of(window).leave()
     assert window.models["1.3"].registers_per_thread == 128
 
 
@@ -121,7 +134,7 @@ def test_playlist_orders_the_figures(window, qtbot, tmp_path):
     path.write_text("# my talk\n1.3\n1.1, 1.4\n", encoding="utf-8")
     assert window.open_playlist(path)
     assert window.playlist == ["1.3", "1.1", "1.4"] and window.current == "1.3"
-    window.presenter.enter()
+    Presenter.of(window).enter()
     press(qtbot, window, Qt.Key_PageDown)
     assert window.current == "1.1"
     press(qtbot, window, Qt.Key_PageDown)
@@ -185,6 +198,6 @@ def test_present_option_opens_lecture_mode(monkeypatch, capsys):
         seen.update(options)
         return 0
 
-    monkeypatch.setattr("gpuviz.main_window.run_window", fake_run_window)
+    monkeypatch.setattr("gpuviz.app.run_window", fake_run_window)
     assert cli.main(["--present", "--playlist", "1.3,1.1"]) == 0
     assert seen == {"present": True, "playlist": ["1.3", "1.1"], "kiosk": None}
