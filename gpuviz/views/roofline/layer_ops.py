@@ -37,7 +37,7 @@ class LayerOpsView(FigureView):
         # The time labels are one item painted in one call; the bounds follow the x range.
         self.label_layer = TextLayer(QRectF(0, -1, 1, len(LAYER_OPS) + 1))
         # The bar values are what the figure is about: its largest plot text.
-        self.time_labels = [self.label_layer.add(size=10, bold=True, anchor=(0, 0.5))
+        self.time_labels = [self.label_layer.add(size=12, bold=True, anchor=(0, 0.5))
                             for _ in LAYER_OPS]
         item.addItem(self.label_layer)
         # The key in the bottom right corner, where the shortest bars leave room.
