@@ -51,8 +51,12 @@ class HeadRooflineView(FigureView):
         for key, role, label in LINES:
             self.curves[key] = curve(item, pen(role, widths[key]))
             legend.add_line(label, pen(role, widths[key]))
-        self.dots = Dots(item, len(LINES), 11, [theme.color(role) for _, role, _ in LINES],
-                         outline=pg.mkPen(theme.color("text"), width=1))
+        # FlashAttention's dot is the larger one, drawn first: where it lands on the
+        # compute line it rings the compute dot instead of hiding under it.
+        outline = pg.mkPen(theme.color("text"), width=1)
+        self.flash_dot = Dots(item, 1, 17, theme.color("onchip"), outline=outline)
+        self.dots = Dots(item, 2, 11, [theme.color("memory"), theme.color("compute")],
+                         outline=outline)
         self.marker = Segment(pen("neutral", 1.5, Qt.DashLine))
         item.addItem(self.marker)
         # The ratios the caption asks about, beside their dots.
@@ -79,12 +83,11 @@ class HeadRooflineView(FigureView):
         for key, _, _ in LINES:
             self.curves[key].set_data(log_n, np.log10(getattr(s.curve, key) * 1e6))
         x = math.log10(float(s.point.n[0]))
-        self.dots.set_points([x] * len(LINES),
-                             [math.log10(float(getattr(s.point, key)[0]) * 1e6)
-                              for key, _, _ in LINES])
+        ys = {key: math.log10(float(getattr(s.point, key)[0]) * 1e6) for key, _, _ in LINES}
+        self.flash_dot.set_points([x], [ys["flash_time"]])
+        self.dots.set_points([x, x], [ys["standard_time"], ys["compute_time"]])
         self.marker.set_line(x, low - 1, x, high + 1,
                              self.plot.getPlotItem().getViewBox().viewPixelSize())
-        ys = {key: math.log10(float(getattr(s.point, key)[0]) * 1e6) for key, _, _ in LINES}
         for label, key, ratio in ((self.standard_ratio, "standard_time", s.standard_ratio),
                                   (self.flash_ratio, "flash_time", s.flash_ratio)):
             label.setText(f"{format_value(ratio, '×')} compute")
