@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
-from gpuviz.core.plots import Dots, brush, curve, pen, plot_widget
+from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models import collective_sim as cs
@@ -36,11 +36,11 @@ class AlphaBetaView(FigureView):
         item = self.plot.getPlotItem()
         item.setXRange(*X_RANGE, padding=0)
         set_log_ticks(item.getAxis("bottom"), *X_RANGE)
-        item.addLegend(offset=(10, 10), labelTextColor=theme.color("text"),
-                       labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
-                       brush=brush("background", 200))
-        self.curves = {a: curve(item, pen(role, 2.5, style), cs.ALGORITHM_NAMES[a])
-                       for a, (role, style) in STYLES.items()}
+        legend = Legend(item, anchor=(0, 0))
+        self.curves = {}
+        for a, (role, style) in STYLES.items():
+            self.curves[a] = curve(item, pen(role, 2.5, style))
+            legend.add_line(cs.ALGORITHM_NAMES[a], pen(role, 2.5, style))
         # Vertical lines drawn once from y = 0 to 1 in a unit we rescale: moved with setPos.
         self.crossing_lines = [curve(item, pen("neutral", 1.5, Qt.DashLine))
                                for _ in range(MAX_CROSSINGS)]

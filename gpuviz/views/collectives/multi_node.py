@@ -10,7 +10,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import Dots, brush, curve, opaque_blend, pen, plot_widget
+from gpuviz.core.plots import Dots, Legend, curve, opaque_blend, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.timeline import Timeline
 from gpuviz.models.alpha_beta import GB
@@ -45,12 +45,13 @@ class MultiNodeView(FigureView):
         self.bw_plot = plot_widget("Nodes N", "Bus bandwidth (GB/s)")
         bw = self.bw_plot.getPlotItem()
         bw.setXRange(0.5, NODES_MAX + 0.5, padding=0)
-        bw.addLegend(offset=(-10, 10), labelTextColor=theme.color("text"),
-                     labelTextSize=f"{9 * theme.current().font_scale:.0f}pt",
-                     brush=brush("background", 200))
-        self.hier_curve = curve(bw, pen("network", 2.5), "Hierarchical")
-        self.flat_curve = curve(bw, pen("highlight", 2.5), "Flat ring")
-        self.nic_line = curve(bw, pen("neutral", 1.5, Qt.DashLine), "One NIC")
+        legend = Legend(bw, anchor=(1, 0))
+        lines = {"Hierarchical": pen("network", 2.5), "Flat ring": pen("highlight", 2.5),
+                 "One NIC": pen("neutral", 1.5, Qt.DashLine)}
+        for label, line_pen in lines.items():
+            legend.add_line(label, line_pen)
+        self.hier_curve, self.flat_curve, self.nic_line = (curve(bw, line_pen)
+                                                            for line_pen in lines.values())
         self.bw_dots = Dots(bw, 2, 11, [theme.color("network"), theme.color("highlight")],
                             pen("text", 1.5))
         self.bw_text = TextLayer(QRectF(0, 0, NODES_MAX + 1, 1e4), keep_inside=True)
