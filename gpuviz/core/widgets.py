@@ -694,15 +694,18 @@ class MessageLabel(TextPanel):
 
 
 class TextTable(QWidget):
-    """Rows of right-aligned text cells painted by one widget: a muted header row, then
-    rows each in one colour. Fixed height (`rows` body rows), so updates never relayout;
-    an HTML table in a QLabel costs more than a whole refresh to lay out."""
+    """Rows of text cells painted by one widget: a muted header row, then rows each in one
+    colour; numbers right-aligned, the columns named in `left` (words) left-aligned. Fixed
+    height (`rows` body rows), so updates never relayout; an HTML table in a QLabel costs
+    more than a whole refresh to lay out."""
 
     PADDING = 6
 
-    def __init__(self, header: Sequence[str], rows: int, accessible_name: str = "") -> None:
+    def __init__(self, header: Sequence[str], rows: int, accessible_name: str = "",
+                 left: Sequence[int] = ()) -> None:
         super().__init__()
         self.header = list(header)
+        self._left = frozenset(left)
         self.rows: list[tuple[list[str], QColor]] = []
         self.setAccessibleName(accessible_name)
         self._body_rows = rows
@@ -775,8 +778,10 @@ class TextTable(QWidget):
     def _row(self, painter: QPainter, cells: Sequence[tuple[QStaticText, float]],
              rights: list[float], row: int) -> None:
         top = row * self._line + (self._line - self._text_height) / 2
-        for (static, width), right in zip(cells, rights, strict=False):
-            painter.drawStaticText(QPointF(right - width, top), static)
+        for column, ((static, width), right) in enumerate(zip(cells, rights, strict=False)):
+            x = (right - self._widths[column] if column in self._left
+                 else right - width)
+            painter.drawStaticText(QPointF(x, top), static)
 
 
 class PredictReveal(QFrame):

@@ -628,8 +628,8 @@ def effect_phrase(delta_total: float, deltas: tuple[float, ...], on: bool) -> st
     names = [name.lower() for (_, name), d in zip(COMPONENTS, deltas, strict=True)
              if abs(d) >= 1e6]
     verb = "saves" if on else "would save"
-    if delta_total <= -1e6:
-        return f"{verb} {gb_text(-delta_total)} ({', '.join(names)})"
+    if delta_total <= -1e6:  # what shrinks is in the row already
+        return f"{verb} {gb_text(-delta_total)}"
     if delta_total >= 1e6:
         return f"adds {gb_text(delta_total)} ({', '.join(names)})"
     return f"same total ({', '.join(names)} move)"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle
 
 # Okabe & Ito (2008), the colour-blind-safe categorical list, for ranks and series.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
@@ -281,10 +281,39 @@ def fit_to(width: int, height: int) -> bool:
     return True
 
 
+class _ScaledStyle(QProxyStyle):
+    """The platform style with check boxes, radio buttons and slider handles
+    as much larger than the style's own as the text is (a 24 px font beside a 13 px box
+    is hard to hit and to see in a lecture hall)."""
+
+    SCALED = frozenset({
+        QStyle.PM_IndicatorWidth, QStyle.PM_IndicatorHeight,
+        QStyle.PM_ExclusiveIndicatorWidth, QStyle.PM_ExclusiveIndicatorHeight,
+        QStyle.PM_SliderLength, QStyle.PM_SliderThickness,
+        QStyle.PM_SliderControlThickness,
+    })
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.factor = 1.0
+
+    def pixelMetric(self, metric, option=None, widget=None) -> int:  # noqa: ANN001, N802
+        value = super().pixelMetric(metric, option, widget)
+        if self.factor > 1.0 and metric in self.SCALED:
+            return round(value * self.factor)
+        return value
+
+
 def _apply_font(app: QApplication | None) -> None:
     if app is not None:
+        points = 10.0 * _current.font_scale * _text_scale * _screen_scale
+        style = app.style()
+        if not isinstance(style, _ScaledStyle):
+            style = _ScaledStyle()
+            app.setStyle(style)
+        style.factor = points / 10.0
         base = QFont(app.font())
-        base.setPointSizeF(10.0 * _current.font_scale * _text_scale * _screen_scale)
+        base.setPointSizeF(points)
         if base != app.font():
             app.setFont(base)
 

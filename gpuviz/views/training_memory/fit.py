@@ -55,7 +55,7 @@ class FitView(FigureView):
         self._y_max = 0.0
         self.add_plot(self.plot, 3)
         self.table = TextTable(("Fix", "What it shrinks", "Effect now"), len(FIXES),
-                               "What each fix changes")
+                               "What each fix changes", left=(0, 1, 2))
         self.add_plot(self.table, 0)
 
     def refresh(self) -> None:
