@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QTextCursor, QTextOption
+from PySide6.QtGui import (
+    QAction,
+    QActionGroup,
+    QKeySequence,
+    QTextCursor,
+    QTextLength,
+    QTextOption,
+    QTextTable,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -142,7 +150,7 @@ class MainWindow(QMainWindow):
         self.lesson_pane.setOpenExternalLinks(False)
         self.lesson_pane.setOpenLinks(False)
         self.lesson_pane.setAccessibleName("Lesson text")
-        # Code blocks wrap too (see _wrap_code_blocks): a long formula may break anywhere.
+        # Code blocks wrap too (see _fit_text_to_pane): a long formula may break anywhere.
         self.lesson_pane.setWordWrapMode(QTextOption.WrapAtWordBoundaryOrAnywhere)
         self.lesson_pane.hide()
         self.lesson_pane.installEventFilter(self)
@@ -202,9 +210,10 @@ class MainWindow(QMainWindow):
         return min(widest + chrome, round(SIDEBAR_MAX_SHARE * self.width()))
 
     def _fit_sidebar(self) -> None:
-        """Give the sidebar its width (unless hidden or collapsed); the figure the rest."""
+        """Give the sidebar its width (unless hidden, or collapsed once laid out); the
+        figure the rest."""
         sizes = self.splitter.sizes()
-        if self.sidebar.isHidden() or sizes[0] == 0:
+        if self.sidebar.isHidden() or (sizes[0] == 0 and self._laid_out):
             return
         width = self._sidebar_width()
         self.splitter.setSizes([width, max(sizes[0] + sizes[1] - width, 0), sizes[2]])
@@ -360,7 +369,7 @@ class MainWindow(QMainWindow):
         if self._lesson_file != lesson.text_file:
             text = load_lesson_text(lesson.text_file)
             self.lesson_pane.setMarkdown(text.markdown)
-            self._wrap_code_blocks()
+            self._fit_text_to_pane()
             self._lesson_file = lesson.text_file
             self._lesson_headings = text.headings
         if self.lesson_pane.isHidden():
@@ -376,16 +385,24 @@ class MainWindow(QMainWindow):
                 # out again: scroll once more when that has happened.
                 QTimer.singleShot(0, lambda: self._scroll_lesson_to(found.block()))
 
-    def _wrap_code_blocks(self) -> None:
+    def _fit_text_to_pane(self) -> None:
         """Markdown code blocks come as lines that never break: at the pane's width they
-        ran off its edge behind a horizontal scroll bar. Let them wrap like the text."""
-        block = self.lesson_pane.document().begin()
+        ran off its edge behind a horizontal scroll bar. Let them wrap like the text, and
+        tables take the pane's width (their cells wrap). Qt draws a table of 100% a pixel
+        past the text's edge (its border), which brings the scroll bar back: 99%."""
+        document = self.lesson_pane.document()
+        block = document.begin()
         while block.isValid():
             fmt = block.blockFormat()
             if fmt.nonBreakableLines():
                 fmt.setNonBreakableLines(False)
                 QTextCursor(block).setBlockFormat(fmt)
             block = block.next()
+        for frame in document.rootFrame().childFrames():
+            if isinstance(frame, QTextTable):
+                fmt = frame.format()
+                fmt.setWidth(QTextLength(QTextLength.PercentageLength, 99))
+                frame.setFormat(fmt)
 
     def _fit_lesson_pane(self) -> None:
         """Size the pane just opened from the window's width, and collapse the sidebar if
@@ -553,6 +570,8 @@ class MainWindow(QMainWindow):
         self.theme_preference = name
         self.theme_name = theme.resolve(self.theme_override or name)
         theme.apply(self.theme_name, text_scale=self.text_scale)
+        if self.isVisible():
+            self._fit_sidebar()  # to the titles in the new font
         if remember and self.remember:
             settings().setValue(state.THEME_KEY, name)
         self._mark_theme()
@@ -785,9 +804,10 @@ class MainWindow(QMainWindow):
         if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):
             self.resize(1280, 800)
         splitter = store.value("window/splitter")
-        if isinstance(splitter, QByteArray):
-            self.splitter.restoreState(splitter)
+        if isinstance(splitter, QByteArray) and self.splitter.restoreState(splitter):
             self.lesson_pane.hide()
+            # Saved while the lesson pane had collapsed the sidebar: open it as shown first.
+            self._laid_out = self.splitter.sizes()[0] > 0
 
     def save_state(self, store: QSettings) -> None:
         if not self.remember:

@@ -57,13 +57,15 @@ class ShortcutsDialog(QDialog):
     def _fit_table(self) -> None:
         """The table as large as its rows and columns (no scroll bar while it fits)."""
         table = self.table
-        table.resizeColumnsToContents()
         table.resizeRowsToContents()
-        # A gap of two characters between the keys and what they do.
+        header = table.horizontalHeader()
+        # Each column as wide as its widest cell, and a gap of two characters after each.
         gap = 2 * table.fontMetrics().averageCharWidth()
-        table.setColumnWidth(0, table.columnWidth(0) + gap)
+        widths = [max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) + gap
+                  for c in range(table.columnCount())]
+        table.setColumnWidth(0, widths[0])  # the last column stretches to the rest
         frame = 2 * table.frameWidth()
-        width = sum(table.columnWidth(c) for c in range(table.columnCount())) + frame
+        width = sum(widths) + frame
         # Room for the vertical scroll bar, in case the rows are taller than the screen.
         width += table.style().pixelMetric(table.style().PixelMetric.PM_ScrollBarExtent)
         height = (table.horizontalHeader().sizeHint().height()
