@@ -219,6 +219,11 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([width, max(sizes[0] + sizes[1] - width, 0), sizes[2]])
         self._laid_out = True
 
+    def resizeEvent(self, event) -> None:  # noqa: ANN001, N802
+        super().resizeEvent(event)
+        if not self.lesson_pane.isHidden():
+            self._fit_lesson_pane()  # its share of the new width
+
     def showEvent(self, event) -> None:  # noqa: ANN001, N802
         super().showEvent(event)
         if not self._laid_out:
@@ -405,16 +410,17 @@ class MainWindow(QMainWindow):
                 frame.setFormat(fmt)
 
     def _fit_lesson_pane(self) -> None:
-        """Size the pane just opened from the window's width, and collapse the sidebar if
-        the figure would be left narrower than MIN_FIGURE_WIDTH (back when the pane
-        closes)."""
+        """Size the open pane from the window's width, and collapse the sidebar while the
+        figure would be left narrower than MIN_FIGURE_WIDTH (back when the pane closes,
+        or when the window grows enough)."""
         scale = theme.current().font_scale * self.text_scale
         low, high = (round(width * scale) for width in LESSON_PANE_WIDTHS)
         pane = max(low, min(high, round(LESSON_PANE_SHARE * self.width())))
         shown = [not widget.isHidden() for widget in (self.sidebar, self.stack,
                                                       self.lesson_pane)]
         room = self.splitter.width() - self.splitter.handleWidth() * (sum(shown) - 1)
-        sidebar = self.splitter.sizes()[0] if shown[0] else 0
+        sidebar = (self.splitter.sizes()[0] or self._sidebar_before_pane or 0) if shown[0] else 0
+        self._sidebar_before_pane = None
         if sidebar and room - sidebar - pane < MIN_FIGURE_WIDTH * scale:
             self._sidebar_before_pane = sidebar
             sidebar = 0

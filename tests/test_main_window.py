@@ -340,3 +340,35 @@ def test_the_shortcuts_dialog_is_a_two_column_table(theme_name, sized, qapp, qtb
     dialog.finished.connect(closed.append)
     qtbot.keyClick(dialog, Qt.Key_Escape)
     assert closed
+
+
+def test_lecture_mode_over_an_open_lesson_pane_gives_the_layout_back(sized, qapp, qtbot):
+    window = sized((1280, 800))
+    window.explain()
+    qapp.processEvents()
+    opened = window.splitter.sizes()
+    qtbot.keyClick(window, Qt.Key_F5)
+    qtbot.keyClick(window, Qt.Key_Escape)
+    # The offscreen screen is 800 px wide and holds the restored window to that (the
+    # sidebar is squeezed there): the pane follows the window's width back.
+    window.resize(1280, 800)
+    qapp.processEvents()
+    assert window.lesson_pane.isVisible() and window.splitter.sizes() == opened
+    window.toggle_lesson_pane()
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] > 0 and window.sidebar.isVisible()
+
+
+def test_the_pane_follows_the_window_and_gives_the_sidebar_back_when_there_is_room(sized, qapp):
+    window = sized((1280, 800))
+    qapp.processEvents()
+    window.explain()
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] == 0
+    window.resize(1920, 1080)
+    qapp.processEvents()
+    sidebar, _, pane = window.splitter.sizes()
+    assert sidebar > 0 and pane == round(0.3 * 1920)
+    window.resize(1280, 800)
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] == 0
