@@ -19,8 +19,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QTextCursor
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QAction,
+    QActionGroup,
+    QKeySequence,
+    QTextCursor,
+    QTextLength,
+    QTextOption,
+    QTextTable,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -51,6 +59,16 @@ FIGURE_ROLE = Qt.UserRole
 # Built figure pages kept at once (the current one among them); a page costs several MB,
 # and a kiosk visits every figure all day.
 MAX_PAGES = 4
+# The lesson pane takes this share of the window's width, within LESSON_PANE_WIDTHS (px at
+# normal text size); when the figure beside it would be narrower than MIN_FIGURE_WIDTH (px
+# at normal text size; its design width is 1280), the sidebar collapses while the pane is
+# open.
+LESSON_PANE_SHARE = 0.3
+LESSON_PANE_WIDTHS = (300, 600)
+MIN_FIGURE_WIDTH = 760
+# The sidebar is as wide as its widest title, but at most this share of the window (a few
+# long titles are elided and have a tooltip; the splitter widens the list).
+SIDEBAR_MAX_SHARE = 0.28
 SHORTCUTS = (
     ("Next figure", "PageDown, Ctrl+Right"),
     ("Previous figure", "PageUp, Ctrl+Left"),
@@ -105,6 +123,7 @@ class MainWindow(QMainWindow):
         self._lesson_file: str | None = None
         self._lesson_headings: dict[str, str] = {}
         self.actions: dict[str, QAction] = {}
+        self.theme_actions: dict[str, QAction] = {}  # the Theme menu's, by theme name
 
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter figures (Ctrl+F)")
@@ -131,14 +150,19 @@ class MainWindow(QMainWindow):
         self.lesson_pane.setOpenExternalLinks(False)
         self.lesson_pane.setOpenLinks(False)
         self.lesson_pane.setAccessibleName("Lesson text")
+        # Code blocks wrap too (see _fit_text_to_pane): a long formula may break anywhere.
+        self.lesson_pane.setWordWrapMode(QTextOption.WrapAtWordBoundaryOrAnywhere)
         self.lesson_pane.hide()
+        self.lesson_pane.installEventFilter(self)
+        self._sidebar_before_pane: int | None = None  # its width, while the pane collapsed it
+        self._laid_out = False  # the splitter's sizes are set (or restored)
 
         self.splitter = QSplitter(Qt.Horizontal)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(self.stack)
         self.splitter.addWidget(self.lesson_pane)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 1000, 420])
+        self.splitter.setCollapsible(1, False)  # the figure never goes
         self.setCentralWidget(self.splitter)
         QApplication.styleHints().colorSchemeChanged.connect(self._follow_system_look)
         self.menus: dict[str, QMenu] = {}
@@ -166,6 +190,44 @@ class MainWindow(QMainWindow):
                 item.addChild(child)
             self.tree.addTopLevelItem(item)
         self.tree.expandAll()
+
+    def _sidebar_width(self) -> int:
+        """Wide enough for the longest title in the sidebar's font, within
+        SIDEBAR_MAX_SHARE of the window."""
+        tree = self.tree
+        metrics = tree.fontMetrics()
+        widest = 0
+        for i in range(tree.topLevelItemCount()):
+            lesson = tree.topLevelItem(i)
+            widest = max(widest, metrics.horizontalAdvance(lesson.text(0)))
+            for j in range(lesson.childCount()):
+                widest = max(widest, tree.indentation()
+                             + metrics.horizontalAdvance(lesson.child(j).text(0)))
+        margins = self.sidebar.layout().contentsMargins()
+        chrome = (tree.indentation() + 2 * tree.frameWidth() + margins.left() + margins.right()
+                  + tree.style().pixelMetric(tree.style().PixelMetric.PM_ScrollBarExtent)
+                  + 2 * metrics.averageCharWidth())  # the item's own padding, and a little
+        return min(widest + chrome, round(SIDEBAR_MAX_SHARE * self.width()))
+
+    def _fit_sidebar(self) -> None:
+        """Give the sidebar its width (unless hidden, or collapsed once laid out); the
+        figure the rest."""
+        sizes = self.splitter.sizes()
+        if self.sidebar.isHidden() or (sizes[0] == 0 and self._laid_out):
+            return
+        width = self._sidebar_width()
+        self.splitter.setSizes([width, max(sizes[0] + sizes[1] - width, 0), sizes[2]])
+        self._laid_out = True
+
+    def resizeEvent(self, event) -> None:  # noqa: ANN001, N802
+        super().resizeEvent(event)
+        if not self.lesson_pane.isHidden():
+            self._fit_lesson_pane()  # its share of the new width
+
+    def showEvent(self, event) -> None:  # noqa: ANN001, N802
+        super().showEvent(event)
+        if not self._laid_out:
+            self._fit_sidebar()
 
     def _items(self) -> list[QTreeWidgetItem]:
         return [self.tree.topLevelItem(i).child(j)
@@ -312,9 +374,12 @@ class MainWindow(QMainWindow):
         if self._lesson_file != lesson.text_file:
             text = load_lesson_text(lesson.text_file)
             self.lesson_pane.setMarkdown(text.markdown)
+            self._fit_text_to_pane()
             self._lesson_file = lesson.text_file
             self._lesson_headings = text.headings
-        self.lesson_pane.show()
+        if self.lesson_pane.isHidden():
+            self.lesson_pane.show()
+            self._fit_lesson_pane()
         heading = self._lesson_headings.get(anchor or spec.lesson_anchor)
         if heading:
             found = self._find_heading(heading)
@@ -324,6 +389,55 @@ class MainWindow(QMainWindow):
                 # A pane shown just now has no final width yet, so the text will be laid
                 # out again: scroll once more when that has happened.
                 QTimer.singleShot(0, lambda: self._scroll_lesson_to(found.block()))
+
+    def _fit_text_to_pane(self) -> None:
+        """Markdown code blocks come as lines that never break: at the pane's width they
+        ran off its edge behind a horizontal scroll bar. Let them wrap like the text, and
+        tables take the pane's width (their cells wrap). Qt draws a table of 100% a pixel
+        past the text's edge (its border), which brings the scroll bar back: 99%."""
+        document = self.lesson_pane.document()
+        block = document.begin()
+        while block.isValid():
+            fmt = block.blockFormat()
+            if fmt.nonBreakableLines():
+                fmt.setNonBreakableLines(False)
+                QTextCursor(block).setBlockFormat(fmt)
+            block = block.next()
+        for frame in document.rootFrame().childFrames():
+            if isinstance(frame, QTextTable):
+                fmt = frame.format()
+                fmt.setWidth(QTextLength(QTextLength.PercentageLength, 99))
+                frame.setFormat(fmt)
+
+    def _fit_lesson_pane(self) -> None:
+        """Size the open pane from the window's width, and collapse the sidebar while the
+        figure would be left narrower than MIN_FIGURE_WIDTH (back when the pane closes,
+        or when the window grows enough)."""
+        scale = theme.current().font_scale * self.text_scale
+        low, high = (round(width * scale) for width in LESSON_PANE_WIDTHS)
+        pane = max(low, min(high, round(LESSON_PANE_SHARE * self.width())))
+        shown = [not widget.isHidden() for widget in (self.sidebar, self.stack,
+                                                      self.lesson_pane)]
+        room = self.splitter.width() - self.splitter.handleWidth() * (sum(shown) - 1)
+        sidebar = (self.splitter.sizes()[0] or self._sidebar_before_pane or 0) if shown[0] else 0
+        self._sidebar_before_pane = None
+        if sidebar and room - sidebar - pane < MIN_FIGURE_WIDTH * scale:
+            self._sidebar_before_pane = sidebar
+            sidebar = 0
+        self.splitter.setSizes([sidebar, max(room - sidebar - pane, 0), pane])
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        # The pane closed (by any means, not with the window): the sidebar comes back.
+        if (watched is self.lesson_pane and event.type() == QEvent.Hide
+                and self.lesson_pane.isHidden()):
+            self._restore_sidebar()
+        return super().eventFilter(watched, event)
+
+    def _restore_sidebar(self) -> None:
+        width, self._sidebar_before_pane = self._sidebar_before_pane, None
+        sizes = self.splitter.sizes()
+        if width and sizes[0] == 0:
+            self.splitter.setSizes([width, max(sizes[0] + sizes[1] - width, 0), sizes[2]])
 
     def _scroll_lesson_to(self, block) -> None:  # noqa: ANN001 - QTextBlock
         """Put a block's top line at the top of the lesson pane."""
@@ -420,10 +534,13 @@ class MainWindow(QMainWindow):
         for key in ("explain", "lesson", "full_screen"):
             view.addAction(a[key])
         themes = view.addMenu("&Theme")
-        for name in ("system", "dark", "light", "projector"):
-            action = QAction(name.capitalize(), self)
+        group = QActionGroup(self)  # exclusive: one theme marked
+        for name in state.THEME_CHOICES:
+            action = self.theme_actions[name] = QAction(f"&{name.capitalize()}", group)
+            action.setCheckable(True)
             action.triggered.connect(lambda _=False, n=name: self.set_theme(n))
             themes.addAction(action)
+        self._mark_theme()
         help_menu = bar.addMenu("&Help")
         action = QAction("&Keyboard shortcuts", self)
         action.triggered.connect(self.show_shortcuts)
@@ -450,6 +567,8 @@ class MainWindow(QMainWindow):
         """The desktop switched between dark and light: follow it when told to."""
         if self.theme_preference == "system":
             self.apply_theme("system", remember=False)
+        else:
+            self._mark_theme()  # the System entry names the desktop's look
 
     def apply_theme(self, name: str, remember: bool = True) -> None:
         """The user's theme `name` (shown unless a mode overrides it); pages are rebuilt,
@@ -457,14 +576,27 @@ class MainWindow(QMainWindow):
         self.theme_preference = name
         self.theme_name = theme.resolve(self.theme_override or name)
         theme.apply(self.theme_name, text_scale=self.text_scale)
+        if self.isVisible():
+            self._fit_sidebar()  # to the titles in the new font
         if remember and self.remember:
             settings().setValue(state.THEME_KEY, name)
+        self._mark_theme()
         current = self.current
         for number in list(self.pages):
             self._drop_page(number)
         if current:
             self.current = None
             self.show_figure(current)
+
+    def _mark_theme(self) -> None:
+        """Mark the theme shown in the Theme menu: a mode's (lecture mode's projector) while
+        it overrides the user's choice; "System" names the look it follows now."""
+        shown = self.theme_override or self.theme_preference
+        for name, action in self.theme_actions.items():
+            action.setChecked(name == shown)
+        if "system" in self.theme_actions:
+            self.theme_actions["system"].setText(
+                f"&System ({theme.resolve('system').capitalize()})")
 
     def override_theme(self, name: str | None) -> None:
         """Show theme `name` whatever the user's choice (None: the user's choice again)."""
@@ -509,10 +641,13 @@ class MainWindow(QMainWindow):
         box.setWindowModality(Qt.NonModal)
         box.show()
 
-    def show_shortcuts(self) -> None:
-        rows = "".join(f"<tr><td>{what}</td><td>&nbsp;&nbsp;<b>{keys}</b></td></tr>"
-                       for what, keys in SHORTCUTS)
-        QMessageBox.information(self, "Keyboard shortcuts", f"<table>{rows}</table>")
+    def show_shortcuts(self) -> QDialog:
+        from gpuviz.shortcuts_dialog import ShortcutsDialog
+
+        dialog = ShortcutsDialog(SHORTCUTS, self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def show_about(self) -> None:
         QMessageBox.about(
@@ -675,9 +810,10 @@ class MainWindow(QMainWindow):
         if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):
             self.resize(1280, 800)
         splitter = store.value("window/splitter")
-        if isinstance(splitter, QByteArray):
-            self.splitter.restoreState(splitter)
+        if isinstance(splitter, QByteArray) and self.splitter.restoreState(splitter):
             self.lesson_pane.hide()
+            # Saved while the lesson pane had collapsed the sidebar: open it as shown first.
+            self._laid_out = self.splitter.sizes()[0] > 0
 
     def save_state(self, store: QSettings) -> None:
         if not self.remember:

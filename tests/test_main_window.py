@@ -166,3 +166,209 @@ def test_a_revisited_evicted_figure_shows_its_state_as_left(window, qapp):
     window.show_figure("1.3")
     qapp.processEvents()
     assert shown(window.pages["1.3"]) == before
+
+
+# --- layout: lesson pane, sidebar, lesson text, Theme menu, shortcuts --------------------
+def make_window(qtbot, size, theme_name="dark"):
+    from gpuviz import app, theme
+
+    theme.apply(theme_name)
+    window = app.make_window(theme_name, remember=False)  # with lecture mode (F5)
+    qtbot.addWidget(window)
+    window.resize(*size)
+    with qtbot.waitActive(window):  # for F5, a shortcut of the active window
+        window.show()
+    window.show_figure(FIRST)
+    return window
+
+
+@pytest.fixture
+def sized(themed, qtbot):
+    from gpuviz import theme
+
+    windows = []
+
+    def make(size, theme_name="dark"):
+        windows.append(make_window(qtbot, size, theme_name))
+        return windows[-1]
+
+    yield make
+    for window in windows:
+        window.clock.stop()
+    theme.apply("dark")
+
+
+@pytest.mark.parametrize(("size", "theme_name", "collapsed"), [
+    ((1280, 800), "dark", True), ((1366, 768), "dark", True),
+    ((1920, 1080), "dark", False), ((1920, 1080), "projector", True)])
+def test_the_lesson_pane_leaves_the_figure_room(size, theme_name, collapsed, sized, qapp):
+    from gpuviz import theme
+    from gpuviz.main_window import LESSON_PANE_SHARE, MIN_FIGURE_WIDTH
+
+    window = sized(size, theme_name)
+    qapp.processEvents()
+    sidebar = window.sidebar.width()
+    window.explain()
+    qapp.processEvents()
+    assert window.lesson_pane.width() == pytest.approx(LESSON_PANE_SHARE * size[0], abs=2)
+    assert window.stack.width() >= MIN_FIGURE_WIDTH * theme.current().font_scale
+    assert (window.splitter.sizes()[0] == 0) == collapsed
+    window.toggle_lesson_pane()  # closed: the sidebar as it was
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] == sidebar
+    assert window.stack.width() == window.splitter.width() - sidebar - window.splitter.handleWidth()
+
+
+def test_a_sidebar_collapsed_by_the_pane_comes_back_at_the_next_start(sized, qapp, qtbot):
+    window = sized((1280, 800))
+    window.explain()
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] == 0
+    window.remember = True
+    window.save_state(settings())
+    again = MainWindow("dark")
+    qtbot.addWidget(again)
+    again.restore_state(settings())
+    again.show()
+    qapp.processEvents()
+    assert not again.lesson_pane.isVisible()
+    # (the offscreen screen may hold a smaller window: the sidebar's width follows it)
+    assert again.splitter.sizes()[0] == again._sidebar_width() > 0
+
+
+def test_every_figure_title_has_a_tooltip_and_most_fit(sized, qapp):
+    from gpuviz.main_window import SIDEBAR_MAX_SHARE
+
+    window = sized((1280, 800))
+    qapp.processEvents()
+    items = window._items()
+    assert [item.toolTip(0) for item in items] == [s.title for s in catalog.all_figures()]
+    assert window.sidebar.width() <= SIDEBAR_MAX_SHARE * 1280 + 1
+    tree = window.tree
+    room = tree.viewport().width() - 2 * tree.indentation()
+    fits = [tree.fontMetrics().horizontalAdvance(item.text(0)) <= room for item in items]
+    assert sum(fits) > len(fits) / 2
+    wide = sized((1920, 1080))
+    qapp.processEvents()
+    room = wide.tree.viewport().width() - 2 * wide.tree.indentation()
+    assert all(wide.tree.fontMetrics().horizontalAdvance(item.text(0)) <= room
+               for item in wide._items())
+
+
+def test_the_sidebar_follows_the_splitter(sized, qapp):
+    window = sized((1280, 800))
+    qapp.processEvents()
+    total = sum(window.splitter.sizes())
+    window.splitter.setSizes([450, total - 450, 0])
+    qapp.processEvents()
+    assert window.sidebar.width() == 450
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
+def test_lesson_code_blocks_need_no_horizontal_scroll_bar(size, sized, qapp):
+    window = sized(size)
+    for lesson in catalog.LESSONS:
+        if not lesson.figures:
+            continue
+        window.show_figure(lesson.figures[0].number)
+        window.explain()
+        qapp.processEvents()
+        assert window.lesson_pane.horizontalScrollBar().maximum() == 0, lesson.number
+
+
+def checked_theme(window):
+    return [name for name, action in window.theme_actions.items() if action.isChecked()]
+
+
+def test_the_theme_menu_marks_the_theme_shown(sized, qapp, qtbot):
+    window = sized((1280, 800))
+    assert checked_theme(window) == ["dark"]
+    window.theme_actions["light"].trigger()
+    assert checked_theme(window) == ["light"] and window.theme_name == "light"
+    qtbot.keyClick(window, Qt.Key_F5)  # lecture mode shows the projector look
+    assert checked_theme(window) == ["projector"] and window.theme_name == "projector"
+    qtbot.keyClick(window, Qt.Key_Escape)
+    assert checked_theme(window) == ["light"] and window.theme_name == "light"
+    dialog = window.show_preferences()  # Preferences
+    dialog.show_preferences(state.Preferences("system", 1.0, False))
+    dialog.accept()
+    assert checked_theme(window) == ["system"]
+    assert window.theme_actions["system"].text() == (
+        f"&System ({window.theme_name.capitalize()})")
+
+
+def test_the_system_entry_follows_the_desktop(sized, qapp, monkeypatch):
+    """The desktop switches between dark and light (offscreen Qt cannot: its answer and
+    its signal are played here)."""
+    from gpuviz import theme
+
+    window = sized((1280, 800))
+    window.set_theme("system")
+    resolve = theme.resolve
+    for scheme, name in ((Qt.ColorScheme.Light, "light"), (Qt.ColorScheme.Dark, "dark")):
+        monkeypatch.setattr(theme, "resolve", lambda n, app=None, s=name: (
+            s if n == "system" else resolve(n, app)))
+        qapp.styleHints().colorSchemeChanged.emit(scheme)
+        assert window.theme_name == name
+        assert checked_theme(window) == ["system"]
+        assert window.theme_actions["system"].text() == f"&System ({name.capitalize()})"
+    window.set_theme("dark")  # not following: the entry still names the desktop's look
+    monkeypatch.setattr(theme, "resolve", lambda n, app=None: (
+        "light" if n == "system" else resolve(n, app)))
+    qapp.styleHints().colorSchemeChanged.emit(Qt.ColorScheme.Light)
+    assert window.theme_name == "dark" and checked_theme(window) == ["dark"]
+    assert window.theme_actions["system"].text() == "&System (Light)"
+
+
+@pytest.mark.parametrize("theme_name", ["dark", "projector"])
+def test_the_shortcuts_dialog_is_a_two_column_table(theme_name, sized, qapp, qtbot):
+    from gpuviz.main_window import SHORTCUTS
+
+    window = sized((1280, 800), theme_name)
+    dialog = window.show_shortcuts()
+    qapp.processEvents()
+    table = dialog.table
+    assert (table.rowCount(), table.columnCount()) == (len(SHORTCUTS), 2)
+    assert [table.item(r, 0).text() for r in range(table.rowCount())] == [
+        keys for _, keys in SHORTCUTS]
+    assert table.horizontalScrollBar().maximum() == 0
+    assert table.verticalScrollBar().maximum() == 0
+    widest = max(table.fontMetrics().horizontalAdvance(what) for what, _ in SHORTCUTS)
+    assert table.columnWidth(1) >= widest
+    assert table.font().pointSizeF() == qapp.font().pointSizeF()  # the look's size
+    closed = []
+    dialog.finished.connect(closed.append)
+    qtbot.keyClick(dialog, Qt.Key_Escape)
+    assert closed
+
+
+def test_lecture_mode_over_an_open_lesson_pane_gives_the_layout_back(sized, qapp, qtbot):
+    window = sized((1280, 800))
+    window.explain()
+    qapp.processEvents()
+    opened = window.splitter.sizes()
+    qtbot.keyClick(window, Qt.Key_F5)
+    qtbot.keyClick(window, Qt.Key_Escape)
+    # The offscreen screen is 800 px wide and holds the restored window to that (the
+    # sidebar is squeezed there): the pane follows the window's width back.
+    window.resize(1280, 800)
+    qapp.processEvents()
+    assert window.lesson_pane.isVisible() and window.splitter.sizes() == opened
+    window.toggle_lesson_pane()
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] > 0 and window.sidebar.isVisible()
+
+
+def test_the_pane_follows_the_window_and_gives_the_sidebar_back_when_there_is_room(sized, qapp):
+    window = sized((1280, 800))
+    qapp.processEvents()
+    window.explain()
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] == 0
+    window.resize(1920, 1080)
+    qapp.processEvents()
+    sidebar, _, pane = window.splitter.sizes()
+    assert sidebar > 0 and pane == round(0.3 * 1920)
+    window.resize(1280, 800)
+    qapp.processEvents()
+    assert window.splitter.sizes()[0] == 0
