@@ -21,7 +21,16 @@ from functools import cache, cached_property, lru_cache
 import ml_dtypes
 import numpy as np
 
-from gpuviz.core.model import MINUS, FigureModel, Parameter, Readout, format_g, signed, superscript
+from gpuviz.core.model import (
+    MINUS,
+    FigureModel,
+    Parameter,
+    Readout,
+    format_g,
+    plural,
+    signed,
+    superscript,
+)
 
 # --- formats ---------------------------------------------------------------------------
 
@@ -538,7 +547,7 @@ class AccumulationModel(FigureModel):
                     f"ulp or less and rounds back to the same sum. Exact: "
                     f"{value_text(exact)}."), True
         error = abs(final - exact) / exact
-        return (f"{out.acc.label}, {self.method}: {value_text(final)} after {count:,} terms "
+        return (f"{out.acc.label}, {self.method}: {value_text(final)} after {plural(count, 'term')} "
                 f"against {value_text(exact)} exact (relative error {error:.2g})."), False
 
     def readouts(self) -> dict[str, Readout]:

@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, plural
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -97,8 +97,8 @@ class SplitKVView(FigureView):
             self._fit_grid()
         sp = s.split
         self.title.setText(
-                 f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "
-                 f"in {sp.waves} wave{'s' if sp.waves > 1 else ''}")
+                 f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; "
+                 f"{plural(sp.units, 'unit')} in {plural(sp.waves, 'wave')}")
         # Shrunk to the canvas when the window is too narrow for it.
         (x0, x1), _ = self.box.viewRange()
         unit = self.box.viewPixelSize()[0]
