@@ -547,8 +547,9 @@ class AccumulationModel(FigureModel):
                     f"ulp or less and rounds back to the same sum. Exact: "
                     f"{value_text(exact)}."), True
         error = abs(final - exact) / exact
-        return (f"{out.acc.label}, {self.method}: {value_text(final)} after {plural(count, 'term')} "
-                f"against {value_text(exact)} exact (relative error {error:.2g})."), False
+        return (f"{out.acc.label}, {self.method}: {value_text(final)} after "
+                f"{plural(count, 'term')} against {value_text(exact)} exact (relative error "
+                f"{format_g(error, 2)})."), False
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

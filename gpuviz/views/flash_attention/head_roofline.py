@@ -36,7 +36,7 @@ class HeadRooflineView(FigureView):
     def build(self) -> None:
         for name in ("gpu", "seq_len", "head_dim", "block_rows", "l2_rereads"):
             self.controls.add(name)
-        self.plot = plot_widget("sequence length N (tokens)", "minimum time",
+        self.plot = plot_widget("Sequence length N (tokens)", "Minimum time",
                                 log_x=True, log_y=True)
         item = self.plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
@@ -118,7 +118,7 @@ class HeadRooflineView(FigureView):
         text = (f"Long sequences: standard attention moves the N² scores through HBM, "
                 f"{standard}. ")
         if br >= s.ridge:
-            return text + (f"FlashAttention is compute-bound: B_r = {br} is past the ridge "
+            return text + (f"FlashAttention is compute-bound: Bᵣ = {br} is past the ridge "
                            f"({s.ridge:.0f} FLOP/B).")
         return text + (f"FlashAttention re-reads K, V once per {br} queries: "
                        + _unbroken(f"{s.ridge:.0f} / {br} = {format_value(s.flash_limit, '×')}."))

@@ -47,7 +47,7 @@ class SplitKVView(FigureView):
         self.add_plot(canvas, 1)
 
         # Plain Qt items and PlotCurveItems: no Python runs for them on a range change.
-        self.plot = plot_widget("KV splits", "step time (µs)")
+        self.plot = plot_widget("KV splits", "Step time (µs)")
         item = self.plot.getPlotItem()
         item.setXRange(0.5, MAX_SPLITS + 0.5, padding=0)
         self.unsplit = curve(item, pen("neutral", 2, Qt.DashLine))
