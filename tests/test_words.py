@@ -46,6 +46,8 @@ CHECKS = {
     "^ for a power": re.compile(r"\^"),
     "_ for a subscript": re.compile(r"_"),
 }
+# Ticks write thousands with k (SI), never K: "10k", not "10K" (nor K for 1024).
+KILO = re.compile(r"\d\s?K\b")
 # Names, not numbers or maths: bit patterns (0x3E00), repositories cited as sources.
 NAMES = re.compile(r"\b0x[0-9A-Fa-f]+\b|\S+/\S*_\S*")
 TAG = re.compile(r"<[^>]+>")
@@ -83,10 +85,13 @@ def shown_texts(page) -> list[str]:  # noqa: ANN001
               if w.isVisibleTo(page)]
     texts += page.view.readouts.texts().values()
     texts += [plain(text) for text, _ in page.view.text_items() if not text.startswith("<")]
-    for scene in page.view._scenes:
-        texts += [text for item in scene.items() if isinstance(item, Axis) and item.isVisible()
-                  for text in axis_texts(item)]
+    texts += tick_texts(page)
     return [line for text in texts for line in text.split("\n") if line]
+
+
+def tick_texts(page) -> list[str]:  # noqa: ANN001
+    return [text for scene in page.view._scenes for item in scene.items()
+            if isinstance(item, Axis) and item.isVisible() for text in axis_texts(item)]
 
 
 def input_syntax(page) -> list[str]:  # noqa: ANN001
@@ -143,6 +148,9 @@ def test_every_shown_text_follows_the_number_style(spec, themed, qtbot):
         for line in shown_texts(page):
             for name in problems(line, typed):
                 found.setdefault(f"{name}: {line[:120]!r}", state)
+        for tick in tick_texts(page):
+            if KILO.search(tick):
+                found.setdefault(f"K for thousand on an axis: {tick!r}", state)
     drive.pause(page)
     assert not found, "\n".join(f"{problem} ({state})" for problem, state in found.items())
 
@@ -174,6 +182,7 @@ def test_the_checks_catch_what_they_should():
     assert problems("1.2e-05", []) == ["an e+NN exponent"]
     assert problems("pattern 0x3E00, source markdewing/AI_kernels", []) == []
     assert problems("(X diag(s)⁻¹)", []) == []
+    assert KILO.search("16K") and not KILO.search("16k") and not KILO.search("16 KB")
     assert problems("type 1e-8", ["1e-8"]) == []
     for text in (format_value(-0.1), format_value(1.2e-5), format_g(-3e9), plural(1, "warp")):
         assert problems(text, []) == [], text

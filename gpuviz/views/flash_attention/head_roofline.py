@@ -21,15 +21,11 @@ LINES = (("standard_time", "memory", "standard attention"),
          ("compute_time", "compute", "compute 4N²d / peak"))
 
 
-X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)
+X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)  # written out in full: k means 1000
 
 
 def _unbroken(text: str) -> str:
     return text.replace(" ", "\u00a0")  # no-break spaces
-
-
-def _tokens(n: int) -> str:
-    return f"{n // 1024}K" if n >= 1024 else str(n)
 
 
 class HeadRooflineView(FigureView):
@@ -39,7 +35,7 @@ class HeadRooflineView(FigureView):
         self.plot = plot_widget("Sequence length N (tokens)", "Minimum time",
                                 log_x=True, log_y=True)
         item = self.plot.getPlotItem()
-        item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
+        item.getAxis("bottom").setTicks([[(math.log10(n), format_value(n)) for n in X_TICKS], []])
         item.setXRange(math.log10(ROOFLINE_N_MIN), math.log10(ROOFLINE_N_MAX), padding=0.02)
         legend = Legend(item, anchor=(0, 0), size=10)
         # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
