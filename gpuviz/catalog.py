@@ -242,7 +242,7 @@ LESSONS: tuple[Lesson, ...] = (
             "5.2", "accumulation", "Accumulating many small terms",
             "The same term t is added again and again, and every addition is rounded to "
             "the accumulator's format. Magenta: the computed sum; dashed: the exact one; "
-            "dotted: t × 2^p, where p counts the significand bits. <i>Try this:</i> with "
+            "dotted: t × 2ᵖ, where p counts the significand bits. <i>Try this:</i> with "
             "BF16 and the naive method the sum gets stuck at 32; switch the accumulator to "
             "FP32, then back to BF16 with pairwise and with Kahan. Then set t to 1 and "
             "compare BF16 (stuck at 256) with the 3-bit toy format (stuck at 16).",
@@ -264,7 +264,7 @@ LESSONS: tuple[Lesson, ...] = (
             "log₂ axis, after the loss (and so every gradient) is multiplied by S. In the "
             "magenta zones a value is lost: too small, it becomes 0; too large, inf. "
             "<i>Try this:</i> at S = 1 about 42% flush to zero; predict the one S that "
-            "loses nothing, press Reveal, then raise S to 2^15, 2^19 and 2^20. Finally "
+            "loses nothing, press Reveal, then raise S to 2¹⁵, 2¹⁹ and 2²⁰. Finally "
             "switch to BF16 with S = 1.",
             "mixed_precision:LossScalingModel",
             "mixed_precision.loss_scaling:LossScalingView", "loss-scaling"),
@@ -449,8 +449,8 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "11.4", "smoothquant", "SmoothQuant: moving the outliers into the weights",
             "Per input channel j, the largest activation (blue) and the largest weight "
-            "(orange) on a log scale, faint before smoothing and solid after dividing X_j by "
-            "s_j and multiplying W_j by it. Below, the error of the 8-bit product XW against "
+            "(orange) on a log scale, faint before smoothing and solid after dividing Xⱼ by "
+            "sⱼ and multiplying Wⱼ by it. Below, the error of the 8-bit product XW against "
             "α (one scale for X, one per output column of W). <i>Try this:</i> slide α "
             "from 0 to 1 and watch channels 2 and 6 sink in blue while orange rises; at 1 "
             "all blue bars are equal. Find the α with the smallest error, and note the "

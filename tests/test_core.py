@@ -10,7 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuviz import catalog
-from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
+from gpuviz.core.model import (
+    FigureModel,
+    Parameter,
+    Readout,
+    format_g,
+    format_value,
+    plural,
+    singular,
+    superscript,
+)
 from gpuviz.data import DataError
 from gpuviz.data.hardware import DEFAULT_GPU, load_gpus, load_problems, parse_gpu
 from gpuviz.lessons import load_lesson_text
@@ -79,7 +88,31 @@ def test_coerce_stays_in_range(value):
 def test_format_value():
     assert format_value(73728, "regs") == "73,728 regs"
     assert format_value(12.345, "%") == "12.3%"
-    assert format_value(0.00001234, "s") == "1.23e-05 s"
+    assert format_value(0.00001234, "s") == "1.23×10⁻⁵ s"
+    assert format_value(-2.5e9) == "−2,500,000,000"
+    assert format_value(-0.1, "V") == "−0.100 V"
+    assert format_value(3.4e38) == "3.40×10³⁸"
+    assert format_value(1, "warps") == "1 warp"
+    assert format_value(1.0, "GPUs") == "1 GPU"
+    assert format_value(2, "warps") == "2 warps"
+    assert format_value(1, "ms") == "1 ms"
+    assert format_value(1, "GB/s") == "1 GB/s"
+    assert format_value(1.00, "tokens", digits=3) == "1 token"
+
+
+def test_number_style_helpers():
+    assert format_g(-2.98023223876953125e-8) == "−2.98023×10⁻⁸"
+    assert format_g(1e-8) == "10⁻⁸"
+    assert format_g(-1e-8) == "−10⁻⁸"
+    assert format_g(70000) == "70000"
+    assert superscript(-25) == "⁻²⁵"
+    assert plural(1, "wave") == "1 wave"
+    assert plural(2, "wave") == "2 waves"
+    assert plural(3, "batch", "batches") == "3 batches"
+    assert plural(1234, "token") == "1,234 tokens"
+    assert singular("sequences") == "sequence"
+    assert singular("batches") == "batch"
+    assert singular("entries") == "entry"
     assert format_value(math.inf) == "∞"
     assert format_value("fails") == "fails"
 

@@ -75,7 +75,7 @@ def test_fp16_flushes_at_or_below_two_to_minus_twenty_five():
 def test_one_e_minus_eight_in_fp16_and_bf16():
     assert stored("fp16", "1e-8") == 0.0
     assert stored("bf16", "1e-8") == pytest.approx(1.0012e-8, rel=1e-4)
-    assert exact_decimal(stored("bf16", "1e-8")) == "1.001171767711639404296875e-8"
+    assert exact_decimal(stored("bf16", "1e-8")) == "1.001171767711639404296875×10⁻⁸"
 
 
 # --- 5.1: the format table of facts.md ----------------------------------------------------
@@ -455,8 +455,8 @@ def test_predict_and_reveal():
     m = LossScalingModel()
     m.set("guess_exp", 19)
     m.set("revealed", True)
-    assert "2^19" in m.answer_text() and "right" in m.answer_text()
-    assert m.readouts()["answer"].value == "2^19"
+    assert "2¹⁹" in m.answer_text() and "right" in m.answer_text()
+    assert m.readouts()["answer"].value == "2¹⁹"
     m.set("guess_exp", 12)
     assert not m.revealed
 

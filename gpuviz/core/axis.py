@@ -12,9 +12,13 @@ ticks, no pyqtgraph grid (GridPlotWidget paints the grid).
 
 from __future__ import annotations
 
+import math
+
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
+
+from gpuviz.core.model import format_g, signed, superscript
 
 LABEL_FLAGS = {
     "left": Qt.AlignRight | Qt.AlignVCenter | Qt.TextDontClip,
@@ -75,6 +79,19 @@ class Axis(pg.AxisItem):
             self._ticks_key = key
             self._ticks = super().tickValues(minVal, maxVal, size)
         return self._ticks
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+        # pyqtgraph's strings in the figures' number style: true minus, ×10ⁿ for e+NN.
+        return [format_g(float(text)) if "e" in text else signed(text)
+                for text in super().tickStrings(values, scale, spacing)]
+
+    def labelString(self) -> str:  # noqa: N802
+        # pyqtgraph writes the scale of a unitless axis as "(x1e+06)".
+        if self.labelUnits == "" and self.autoSIPrefix and self.autoSIPrefixScale != 1.0:
+            exponent = round(-math.log10(self.autoSIPrefixScale))
+            style = ";".join(f"{k}: {v}" for k, v in self.labelStyle.items())
+            return f"<span style='{style}'>{self.labelText} (×10{superscript(exponent)})</span>"
+        return super().labelString()
 
     def length_in_pixels(self) -> float:
         """The axis length pyqtgraph uses to space the ticks (one pixel past each end)."""

@@ -10,13 +10,15 @@ import math
 
 import pyqtgraph as pg
 
+from gpuviz.core.model import format_g, superscript
+
 SUFFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""))
 
 
 def decade_label(exponent: int, unit: str = "") -> str:
-    """10^exponent as short text: 0.01, 1, 100, 10k, 1 G (with a unit prefix)."""
+    """10^exponent as short text: 0.01, 1, 100, 10k, 1 G (with a unit prefix), 10⁻⁵."""
     if exponent < 0:
-        return f"{10.0 ** exponent:g}"
+        return format_g(10.0 ** exponent)
     for power, suffix in SUFFIXES:
         if exponent >= power:
             number = f"{10 ** (exponent - power):d}"
@@ -48,15 +50,12 @@ def set_log_ranges(plot: pg.PlotItem, x_range: tuple[float, float],
 TIME_NAMES = ((0, "s"), (-3, "ms"), (-6, "µs"), (-9, "ns"), (-12, "ps"))
 
 
-SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
 def time_label(exponent: int) -> str:
     """10^exponent seconds as text: 1 µs, 10 µs, 100 µs, 1 ms."""
     for power, unit in TIME_NAMES:
         if exponent >= power:
             return f"{10 ** (exponent - power):,d} {unit}"
-    return f"10{str(exponent).translate(SUPERSCRIPTS)} s"
+    return f"10{superscript(exponent)} s"
 
 
 def set_time_ticks(axis: pg.AxisItem, low: float, high: float) -> None:

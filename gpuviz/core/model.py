@@ -167,7 +167,7 @@ class Parameter:
 
 
 def _plain(number: float) -> str:
-    return f"{number:g}" if abs(number) < 1e6 else f"{number:,.0f}"
+    return format_g(number) if abs(number) < 1e6 else format_value(round(number))
 
 
 @dataclass(frozen=True)
@@ -184,26 +184,82 @@ class Readout:
         return format_value(self.value, self.unit, self.digits)
 
 
+MINUS = "\u2212"  # the true minus sign: every number shown uses it, never a hyphen
+_SUPERSCRIPTS = str.maketrans("-\u22120123456789", "⁻⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def superscript(exponent: int | str) -> str:
+    """An integer as superscript digits (an exponent): -5 -> ⁻⁵."""
+    return str(exponent).translate(_SUPERSCRIPTS)
+
+
+def signed(text: str) -> str:
+    """A number formatted by Python with its minus signs made true minus signs."""
+    return text.replace("-", MINUS)
+
+
+def _scientific(mantissa: str, exponent: int) -> str:
+    """mantissa × 10ⁿ, the way the figures write a very large or small number."""
+    if mantissa.lstrip("-") == "1":  # 10⁻⁸, not 1×10⁻⁸
+        return signed(mantissa[:-1]) + "10" + superscript(exponent)
+    return f"{signed(mantissa)}×10{superscript(exponent)}"
+
+
+def format_g(value: float, digits: int = 6) -> str:
+    """A number as Python's `g` format writes it (at most `digits` significant digits,
+    no trailing zeros), but with a true minus sign and ×10ⁿ instead of e+NN."""
+    if not math.isfinite(value):
+        return format_value(value)
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return _scientific(mantissa, int(exponent))
+    return signed(text)
+
+
 def format_value(value: float | int | str, unit: str = "", digits: int = 3) -> str:
     """Human text for a number: thousands separators for integers, `digits` significant
-    digits otherwise, and the unit after a thin space."""
+    digits otherwise (×10ⁿ beyond 10⁷ and below 10⁻³), a true minus sign, and the unit
+    after a space (singular after exactly 1: "1 warp", "2 warps")."""
     if isinstance(value, str):
         body = value
     elif isinstance(value, bool):
         body = "yes" if value else "no"
     elif isinstance(value, int) or (isinstance(value, float) and value.is_integer()
                                      and abs(value) < 1e15):
-        body = f"{int(value):,}"
+        body = signed(f"{int(value):,}")
     elif not math.isfinite(value):
-        body = "∞" if value > 0 else ("−∞" if value < 0 else "NaN")
+        body = "∞" if value > 0 else (MINUS + "∞" if value < 0 else "NaN")
     elif value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
-        body = f"{value:.{max(digits - 1, 0)}e}"
+        mantissa, exponent = f"{value:.{max(digits - 1, 0)}e}".split("e")
+        body = _scientific(mantissa, int(exponent))
     else:
         decimals = max(digits - 1 - int(math.floor(math.log10(abs(value)))), 0) if value else 0
-        body = f"{value:,.{decimals}f}"
+        body = signed(f"{value:,.{decimals}f}")
     if not unit:
         return body
+    if body == "1":
+        unit = singular(unit)
     return f"{body}{'' if unit in ('%', '×') else ' '}{unit}"
+
+
+def singular(word: str) -> str:
+    """The singular of a plural count word ("warps" -> "warp", "GPUs" -> "GPU",
+    "batches" -> "batch"); a unit that is no plural ("ms", "GB/s", "%") stays as it is."""
+    if len(word) < 3 or not word.endswith("s") or word.endswith(("ss", "us")) or not all(
+            c.isalpha() or c == "-" for c in word):
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    return word[:-1]
+
+
+def plural(count: float, word: str, many: str = "") -> str:
+    """A count and its word, singular after exactly 1: plural(1, "wave") -> "1 wave",
+    plural(2, "wave") -> "2 waves", plural(3, "batch", "batches") -> "3 batches"."""
+    return f"{format_value(count)} {word if count == 1 else many or word + 's'}"
 
 
 class FigureModel(QObject):

@@ -204,7 +204,7 @@ class OnlineSoftmaxModel(SteppedModel):
     seed = Parameter(9, label="Random seed", minimum=0, maximum=99, step=1,
                      help="Draws a new row of scores and values")
     huge_score = Parameter(False, label="One huge score (1000)",
-                           help="Replace the middle score with 1000: e^1000 overflows "
+                           help="Replace the middle score with 1000: exp(1000) overflows "
                                 "a float64, whose exp limit is 709.78")
     causal = Parameter(False, label="Causal mask",
                        help="The query sits early in the row: later keys are masked (−∞), "
@@ -253,7 +253,7 @@ class OnlineSoftmaxModel(SteppedModel):
             "rescale": Readout("Last rescale f", factor, digits=4),
             "exact": Readout("Exact softmax average", s.exact, digits=6),
             "difference": Readout("|online − exact| at the end", s.difference, digits=2),
-            "naive_sum": Readout("Naive Σ e^x, whole row", _text_if_not_finite(s.naive_sum),
+            "naive_sum": Readout("Naive Σ eˣ, whole row", _text_if_not_finite(s.naive_sum),
                                  digits=4),
             "naive_result": Readout("Naive result, whole row",
                                     _text_if_not_finite(s.naive_result),
@@ -584,7 +584,7 @@ class MergeModel(FigureModel):
                       maximum=KEYS, step=1,
                       help="Keys left of the split form set A, the rest set B")
     mask_b = Parameter(False, label="Mask all of set B",
-                       help="Every key of B gets score -inf: B is empty, l_B = 0")
+                       help="Every key of B gets score −∞: B is empty, l(B) = 0")
     seed = Parameter(7, label="Random seed", minimum=0, maximum=99, step=1,
                      help="Draws new scores and value vectors")
 
@@ -605,13 +605,13 @@ class MergeModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         s = self.out
         return {
-            "m_a": Readout("m_A (max of A)", _text_if_not_finite(s.a.m), digits=3),
-            "l_a": Readout("l_A", s.a.l, digits=4),
-            "m_b": Readout("m_B (max of B)", _text_if_not_finite(s.b.m), digits=3),
-            "l_b": Readout("l_B", s.b.l, digits=4),
+            "m_a": Readout("m(A), max of A", _text_if_not_finite(s.a.m), digits=3),
+            "l_a": Readout("l(A)", s.a.l, digits=4),
+            "m_b": Readout("m(B), max of B", _text_if_not_finite(s.b.m), digits=3),
+            "l_b": Readout("l(B)", s.b.l, digits=4),
             "m": Readout("Merged m = max", _text_if_not_finite(s.merged.m), digits=3),
-            "w_a": Readout("Weight w_A = l_A e^(m_A − m)", s.merged.w_a, digits=4),
-            "w_b": Readout("Weight w_B = l_B e^(m_B − m)", s.merged.w_b, digits=4),
+            "w_a": Readout("Weight w(A) = l(A) exp(m(A) − m)", s.merged.w_a, digits=4),
+            "w_b": Readout("Weight w(B) = l(B) exp(m(B) − m)", s.merged.w_b, digits=4),
             "merge_error": Readout("max |merged − full|", s.merge_error, digits=2),
             "plain_error": Readout("max |plain average − full|", s.plain_error, digits=3),
         }
@@ -700,7 +700,7 @@ class HeadRooflineModel(FigureModel):
                         help="Queries and keys of one head")
     head_dim = Parameter(128, label="Head dimension d", minimum=32, maximum=256, step=32,
                          help="Changes both the FLOPs and the standard version's intensity")
-    block_rows = Parameter(128, label="Query block B_r", unit="rows", minimum=16,
+    block_rows = Parameter(128, label="Query block Bᵣ", unit="rows", minimum=16,
                            maximum=512, step=16,
                            help="Queries that share each K/V byte loaded from HBM")
     l2_rereads = Parameter(False, label="L2 serves re-reads",
@@ -740,7 +740,7 @@ class HeadRooflineModel(FigureModel):
             "standard_ratio": Readout("Standard ÷ compute", s.standard_ratio, "×"),
             "flash_ratio": Readout("Flash ÷ compute", s.flash_ratio, "×"),
             "standard_limit": Readout("Long N: max(1, 2·ridge/d)", s.standard_limit, "×"),
-            "flash_limit": Readout("Long N: max(1, ridge/B_r)", s.flash_limit, "×"),
+            "flash_limit": Readout("Long N: max(1, ridge/Bᵣ)", s.flash_limit, "×"),
             "ridge": Readout("Ridge point (bf16)", s.ridge, "FLOP/B"),
             "standard_keep": Readout("Saved for backward: N² P",
                                      *_bytes_in_unit(s.standard_keep)),

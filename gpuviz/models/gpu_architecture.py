@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout
+from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout, plural
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 WARP_SIZE = 32
@@ -252,8 +252,9 @@ def level_description(level: str, launch: GridLaunch, g: GPU) -> str:
     if level == "block":
         return (f"A block is a team of {b:,} threads that runs on one SM from start to "
                 f"finish. Its threads can share fast on-chip memory and wait for each "
-                f"other at a barrier. Here one SM holds {launch.resident_blocks} such "
-                f"blocks at a time. The last block has work for only "
+                f"other at a barrier. Here one SM holds "
+                f"{plural(launch.resident_blocks, 'such block', 'such blocks')} at a time. "
+                f"The last block has work for only "
                 f"{launch.last_block_threads:,} of its threads.")
     if level == "warp":
         return (f"A warp is 32 threads that the SM schedules as one: they issue the same "
@@ -267,10 +268,11 @@ def level_description(level: str, launch: GridLaunch, g: GPU) -> str:
                 f"which element to work on. Threads past N = {n:,} must check the index "
                 f"and do nothing: {launch.idle_threads:,} of them here.")
     return (f"An SM (streaming multiprocessor) is one of the {launch.sms} processors of the "
-            f"{g.short_name}. It holds {launch.resident_blocks} blocks of this size at once, "
-            f"so the chip runs {launch.blocks_per_wave:,} blocks per wave and the grid takes "
-            f"{launch.waves} wave(s). The last wave has {launch.last_wave_blocks:,} "
-            f"blocks: {launch.idle_sms_last_wave} SMs get none and wait.")
+            f"{g.short_name}. It holds {plural(launch.resident_blocks, 'block')} of this "
+            f"size at once, so the chip runs {plural(launch.blocks_per_wave, 'block')} per "
+            f"wave and the grid takes {plural(launch.waves, 'wave')}. The last wave has "
+            f"{plural(launch.last_wave_blocks, 'block')}: "
+            f"{plural(launch.idle_sms_last_wave, 'SM')} get none and wait.")
 
 
 class HierarchyModel(FigureModel):

@@ -21,7 +21,16 @@ from functools import cache, cached_property, lru_cache
 import ml_dtypes
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import (
+    MINUS,
+    FigureModel,
+    Parameter,
+    Readout,
+    format_g,
+    plural,
+    signed,
+    superscript,
+)
 
 # --- formats ---------------------------------------------------------------------------
 
@@ -215,9 +224,9 @@ def exact_decimal(value: float, digits: int = 40) -> str:
     """The exact decimal expansion of a binary float (every one has a finite one), cut
     to `digits` significant digits with an ellipsis when longer."""
     if not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else MINUS + "inf")
     if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
+        return MINUS + "0" if math.copysign(1.0, value) < 0 else "0"
     exact = Decimal(value)
     sign, figures, exponent = exact.as_tuple()
     text = "".join(map(str, figures)).rstrip("0") or "0"
@@ -232,36 +241,35 @@ def exact_decimal(value: float, digits: int = 40) -> str:
         else:
             body = text[:point] + "." + text[point:]
     else:
-        body = text[0] + ("." + text[1:] if len(text) > 1 else "") + f"e{point - 1:+d}"
-        if cut:
-            body = body.replace("e", "…e", 1)
-            cut = False
-    return ("-" if sign else "") + body + ("…" if cut else "")
+        body = (text[0] + ("." + text[1:] if len(text) > 1 else "") + ("…" if cut else "")
+                + f"×10{superscript(point - 1)}")
+        cut = False
+    return (MINUS if sign else "") + body + ("…" if cut else "")
 
 
 def value_text(value: float) -> str:
-    """A short text for a value, with inf, NaN and -0 spelled out."""
+    """A short text for a value, with inf, NaN and −0 spelled out (true minus, ×10ⁿ)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
+        return "inf" if value > 0 else MINUS + "inf"
     if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
+        return MINUS + "0" if math.copysign(1.0, value) < 0 else "0"
     if value.is_integer() and abs(value) < 1e7:
-        return f"{int(value):,}"
+        return signed(f"{int(value):,}")
     if 1e-4 <= abs(value) < 1e7:
         shortest = repr(value)  # the shortest text that reads back as this float
-        return shortest.removesuffix(".0") if len(shortest) <= 16 else f"{value:.10g}"
-    mantissa, _, exponent = f"{value:.6g}".partition("e")
-    return f"{mantissa}e{int(exponent)}"  # 1e-8, not 1e-08
+        return signed(shortest.removesuffix(".0") if len(shortest) <= 16
+                      else f"{value:.10g}")
+    return format_g(value)
 
 
 def power_text(value: float) -> str:
-    """A positive power of two as 2^k, other numbers as value_text."""
+    """A positive power of two as 2ᵏ, other numbers as value_text."""
     if value > 0 and math.isfinite(value):
         mantissa, exponent = math.frexp(value)
         if mantissa == 0.5:
-            return f"2^{exponent - 1}"
+            return "2" + superscript(exponent - 1)
     return value_text(value)
 
 
@@ -539,8 +547,9 @@ class AccumulationModel(FigureModel):
                     f"ulp or less and rounds back to the same sum. Exact: "
                     f"{value_text(exact)}."), True
         error = abs(final - exact) / exact
-        return (f"{out.acc.label}, {self.method}: {value_text(final)} after {count:,} terms "
-                f"against {value_text(exact)} exact (relative error {error:.2g})."), False
+        return (f"{out.acc.label}, {self.method}: {value_text(final)} after "
+                f"{plural(count, 'term')} against {value_text(exact)} exact (relative error "
+                f"{format_g(error, 2)})."), False
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
@@ -553,7 +562,7 @@ class AccumulationModel(FigureModel):
             "exact": Readout("Exact sum", value_text(exact)),
             "error": Readout("Relative error", abs(final - exact) / exact * 100, "%"),
             "precision": Readout("Significand bits p", out.acc.precision),
-            "formula": Readout("t × 2^p", value_text(out.formula)),
+            "formula": Readout("t × 2ᵖ", value_text(out.formula)),
             "stall": Readout("Naive sum stops", stall),
         }
 
@@ -601,7 +610,7 @@ def training_steps(recipe: str) -> list[Step]:
     ]
     if recipe == "fp16":
         steps.append(Step("scale", "× S", SCALING, "loss × S",
-                          "FP16 flushes gradients at or below 2^-25 to zero. Multiplying "
+                          "FP16 flushes gradients at or below 2⁻²⁵ to zero. Multiplying "
                           "the loss by S multiplies every gradient by S (the chain rule), "
                           "which lifts the small ones into FP16's range."))
     steps += [
@@ -614,7 +623,7 @@ def training_steps(recipe: str) -> list[Step]:
               f"{half} outputs.")),
         Step("reduce", "Gradient\nreduction", FP32, "FP32",
              "Gradients are summed over micro-batches and over GPUs. Summed in 16 bits, a "
-             "long sum stalls once the total is 2^p times a term; in FP32 it does not."),
+             "long sum stalls once the total is 2ᵖ times a term; in FP32 it does not."),
     ]
     if recipe == "fp16":
         steps.append(Step("unscale", "÷ S,\ninf check", SCALING, "FP32",
@@ -655,7 +664,7 @@ class TrainingStepModel(FigureModel):
         return {
             "bf16": "BF16 keeps FP32's 8 exponent bits, so small gradients survive without "
                     "loss scaling; everything that sums many numbers or keeps state stays FP32.",
-            "fp16": "FP16's range ends at 65504 and flushes below 2^-25: two loss-scaling "
+            "fp16": "FP16's range ends at 65504 and flushes below 2⁻²⁵: two loss-scaling "
                     "steps (magenta) appear, × S after the loss and ÷ S with an inf check "
                     "before the optimizer.",
             "fp8": "Only the matmul inputs become FP8 (E4M3 forward, E5M2 for gradients, "
@@ -762,9 +771,9 @@ class LossScalingModel(FigureModel):
 
     fmt = Parameter("fp16", label="Gradient format", choices=GRADIENT_FORMATS,
                     help="The 16-bit format the backward pass stores gradients in")
-    scale_exp = Parameter(0, label="Loss scale S = 2^k, k", minimum=0, maximum=SCALE_EXP_MAX,
+    scale_exp = Parameter(0, label="Loss scale S = 2ᵏ, k", minimum=0, maximum=SCALE_EXP_MAX,
                           step=1, help="The loss (and so every gradient) is multiplied by S")
-    guess_exp = Parameter(10, label="Your guess: lossless S = 2^k, k", minimum=0,
+    guess_exp = Parameter(10, label="Your guess: lossless S = 2ᵏ, k", minimum=0,
                           maximum=SCALE_EXP_MAX, step=1,
                           help="Guess the one k for which FP16 loses no gradient")
     revealed = Parameter(False, label="Answer revealed",
@@ -784,7 +793,8 @@ class LossScalingModel(FigureModel):
                     f"{value_text(out.overflow_limit)} or more and become inf: GradScaler "
                     f"would skip this step and halve S."), True
         if out.lossless:
-            return (f"Every gradient survives in {out.fmt.label} at S = 2^{out.scale_exp}"
+            return (f"Every gradient survives in {out.fmt.label} at "
+                    f"S = 2{superscript(out.scale_exp)}"
                     + (f"; {100 * out.subnormal.mean():.2f}% are subnormals with fewer "
                        "significant bits." if out.subnormal.any() else "."), False)
         return (f"{out.flushed_pct:.2f}% of the gradients are at or below "
@@ -793,19 +803,20 @@ class LossScalingModel(FigureModel):
 
     def answer_text(self) -> str:
         good = lossless_exponents("fp16")
-        listed = ", ".join(f"2^{k}" for k in good)
+        listed = ", ".join(f"2{superscript(k)}" for k in good)
         verdict = ("right" if self.guess_exp in good else
                    "too small: the smallest gradients still flush to 0"
                    if good and self.guess_exp < good[0] else
                    "too large: the largest gradients overflow")
         return (f"In FP16 only S = {listed} loses no gradient: the population spans about "
-                f"40 binades and FP16's window (subnormals included) about 41. Your 2^"
-                f"{self.guess_exp} is {verdict}.")
+                f"40 binades and FP16's window (subnormals included) about 41. Your 2"
+                f"{superscript(self.guess_exp)} is {verdict}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         return {
-            "scale": Readout("Loss scale S", f"2^{out.scale_exp} = {2 ** out.scale_exp:,}"),
+            "scale": Readout("Loss scale S",
+                             f"2{superscript(out.scale_exp)} = {2 ** out.scale_exp:,}"),
             "flushed": Readout("Flushed to 0", f"{out.flushed_pct:.2f}%"),
             "overflowed": Readout("Overflowed to inf", f"{out.overflowed_pct:.2f}%"),
             "subnormal": Readout("Subnormal (fewer bits)",
@@ -813,6 +824,6 @@ class LossScalingModel(FigureModel):
             "skip": Readout("GradScaler skips the step", out.skip),
             "lossless": Readout("Nothing lost", out.lossless),
             "answer": Readout("Lossless S (FP16)",
-                              ", ".join(f"2^{k}" for k in lossless_exponents("fp16"))
+                              ", ".join(f"2{superscript(k)}" for k in lossless_exponents("fp16"))
                               if self.revealed else "press Reveal"),
         }

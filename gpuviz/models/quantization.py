@@ -207,10 +207,10 @@ class GridModel(FigureModel):
     """
 
     bits = Parameter(4, label="Bits b", minimum=2, maximum=8, step=1,
-                     help="Bits per code: 2^(b-1) - 1 levels on each side of zero")
+                     help="Bits per code: 2ᵇ⁻¹ − 1 levels on each side of zero")
     alpha = Parameter(1.0, label="Range α", minimum=ALPHA_MIN, maximum=ALPHA_MAX, log=True,
                       help="Values beyond ±α are clipped to it; the grid step is "
-                           "α / (2^(b-1) - 1)")
+                           "α / (2ᵇ⁻¹ − 1)")
     min_max = Parameter(True, label="Range = largest |value| (min-max)",
                         help="Set α to the largest magnitude, so nothing is clipped")
     outlier = Parameter(False, label=f"Add an outlier ({OUTLIER:g})",
@@ -245,7 +245,7 @@ class GridModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         return {
-            "step": Readout("Step α / (2^(b−1) − 1)", out.step),
+            "step": Readout("Step α / (2ᵇ⁻¹ − 1)", out.step),
             "bound": Readout("Bound step / 2", out.bound),
             "max_error": Readout("Largest error", out.max_error),
             "max_error_inside": Readout("Largest error inside ±α", out.max_error_inside),

@@ -21,25 +21,21 @@ LINES = (("standard_time", "memory", "standard attention"),
          ("compute_time", "compute", "compute 4N²d / peak"))
 
 
-X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)
+X_TICKS = (256, 1024, 4096, 16384, 65536, 131072)  # written out in full: k means 1000
 
 
 def _unbroken(text: str) -> str:
     return text.replace(" ", "\u00a0")  # no-break spaces
 
 
-def _tokens(n: int) -> str:
-    return f"{n // 1024}K" if n >= 1024 else str(n)
-
-
 class HeadRooflineView(FigureView):
     def build(self) -> None:
         for name in ("gpu", "seq_len", "head_dim", "block_rows", "l2_rereads"):
             self.controls.add(name)
-        self.plot = plot_widget("sequence length N (tokens)", "minimum time",
+        self.plot = plot_widget("Sequence length N (tokens)", "Minimum time",
                                 log_x=True, log_y=True)
         item = self.plot.getPlotItem()
-        item.getAxis("bottom").setTicks([[(math.log10(n), _tokens(n)) for n in X_TICKS], []])
+        item.getAxis("bottom").setTicks([[(math.log10(n), format_value(n)) for n in X_TICKS], []])
         item.setXRange(math.log10(ROOFLINE_N_MIN), math.log10(ROOFLINE_N_MAX), padding=0.02)
         legend = Legend(item, anchor=(0, 0), size=10)
         # PlotCurveItems fed log10 data (the axes are in log mode), pixmap items for the dots
@@ -121,7 +117,7 @@ class HeadRooflineView(FigureView):
         text = (f"Long sequences: standard attention moves the N² scores through HBM, "
                 f"{standard}. ")
         if br >= s.ridge:
-            return text + (f"FlashAttention is compute-bound: B_r = {br} is past the ridge "
+            return text + (f"FlashAttention is compute-bound: Bᵣ = {br} is past the ridge "
                            f"({s.ridge:.0f} FLOP/B).")
         return text + (f"FlashAttention re-reads K, V once per {br} queries: "
                        + _unbroken(f"{s.ridge:.0f} / {br} = {format_value(s.flash_limit, '×')}."))

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QSizePolicy
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_g, format_value
 from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, untouched
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.models.flash_attention import merge_scores
@@ -31,7 +32,7 @@ def _largest_output(scores: np.ndarray, values: np.ndarray) -> float:
 
 
 def _m_text(m: float) -> str:
-    return "−∞" if math.isinf(m) else f"{m:.3g}"
+    return "−∞" if math.isinf(m) else format_g(m, 3)
 
 
 class MergeView(FigureView):
@@ -40,7 +41,7 @@ class MergeView(FigureView):
             self.controls.add(name)
         keys = self.model.KEYS
 
-        self.scores_plot = plot_widget("key", "score x")
+        self.scores_plot = plot_widget("Key", "Score x")
         item = self.scores_plot.getPlotItem()
         item.setXRange(-0.6, keys - 0.4, padding=0)
         item.getAxis("bottom").setTicks([[(i, str(i)) for i in range(keys)]])
@@ -76,7 +77,7 @@ class MergeView(FigureView):
         item.addItem(self.set_labels)
         self.add_plot(self.scores_plot, 2)
 
-        self.out_plot = plot_widget("output dimension", "attention output o")
+        self.out_plot = plot_widget("Output dimension", "Attention output o")
         item = self.out_plot.getPlotItem()
         dims = self.model.DIMS
         item.setXRange(-0.3, dims - 0.7, padding=0)
@@ -98,10 +99,10 @@ class MergeView(FigureView):
                      pen=merged_pen, symbol="o", symbolSize=9,
                      symbolBrush=theme.color("compute"), symbolPen=None)
         self.o_a = curve(item, pg.mkPen(theme.series(SET_A), width=theme.line_width(1.5),
-                                        style=Qt.DotLine), name="o_A")
+                                        style=Qt.DotLine), name="o(A)")
         self.o_b = curve(item, pg.mkPen(theme.series(SET_B), width=theme.line_width(1.5),
-                                        style=Qt.DotLine), name="o_B")
-        self.plain = curve(item, pen("highlight", 2.5), name="plain average<br>(o_A + o_B)/2")
+                                        style=Qt.DotLine), name="o(B)")
+        self.plain = curve(item, pen("highlight", 2.5), name="plain average<br>(o(A) + o(B))/2")
         self._legend_size = self.legend.layout.effectiveSizeHint(Qt.PreferredSize)
         self._legend_scale = 0.0
         item.getViewBox().sigResized.connect(self._fit_legend)
@@ -147,8 +148,8 @@ class MergeView(FigureView):
         if self.split_line.value() != split - 0.5:
             with QSignalBlocker(self.split_line):
                 self.split_line.setValue(split - 0.5)
-        a_text = f"A: m={_m_text(s.a.m)}, l={s.a.l:.3g}" if split else "A empty"
-        b_text = "B empty" if split == keys else f"B: m={_m_text(s.b.m)}, l={s.b.l:.3g}"
+        a_text = f"A: m={_m_text(s.a.m)}, l={format_g(s.a.l, 3)}" if split else "A empty"
+        b_text = "B empty" if split == keys else f"B: m={_m_text(s.b.m)}, l={format_g(s.b.l, 3)}"
         self.a_label.setText(a_text)
         self.b_label.setText(b_text)
         line = split - 0.5
@@ -190,7 +191,8 @@ class MergeView(FigureView):
                 empty = (f"Set {side} is empty (l = 0, m = −∞): its weight is 0, so the "
                          f"merge just returns the other set. ")
             self.message.show_message(
-                empty + f"Merged vs full attention: max difference {s.merge_error:.1e}. "
-                f"The plain average is off by up to {s.plain_error:.3g}, because it gives "
+                empty + f"Merged vs full attention: max difference "
+                f"{format_value(s.merge_error, digits=2)}. "
+                f"The plain average is off by up to {format_g(s.plain_error, 3)}, because it gives "
                 f"both sets the same weight whatever their sums.")
 

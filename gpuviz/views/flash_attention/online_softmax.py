@@ -11,6 +11,7 @@ from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_g, format_value, plural
 from gpuviz.core.plots import CellGrid, diagram_widget, pen, plot_widget, text_item, untouched
 from gpuviz.core.text import TEXT_MARGIN
 
@@ -40,7 +41,7 @@ def _x_range(width: int) -> tuple[float, float]:
 
 def _state_text(done: int, blocks: int) -> str:
     # Short: one line across the diagram in the projector theme at 1280 x 800.
-    return f"On-chip state after {done} of {blocks} blocks:"
+    return f"On-chip state after {done} of {plural(blocks, 'block')}:"
 
 
 def _number(value: float) -> str:
@@ -56,7 +57,7 @@ def _state_number(value: float) -> str:
         return "NaN"
     if math.isinf(value):
         return "−∞" if value < 0 else "inf"
-    return f"{value:.4g}".replace("-", "−")
+    return format_g(value, 4)
 
 
 class OnlineSoftmaxView(FigureView):
@@ -93,7 +94,7 @@ class OnlineSoftmaxView(FigureView):
         self.box.sigResized.connect(self._fit_state_row)
         self.add_plot(canvas, 2)
 
-        self.plot = plot_widget("key index i", "e^(x_i − m), seen so far")
+        self.plot = plot_widget("Key index i", "Weight e<sup>x<sub>i</sub> − m</sup>, seen so far")
         item = self.plot.getPlotItem()
         item.setYRange(0, 1.18, padding=0)
         item.showGrid(x=False, y=True, alpha=0.25)
@@ -220,7 +221,7 @@ class OnlineSoftmaxView(FigureView):
         self.factor_text.setPos(-0.5, 1.16)
         rose = k >= 2 and t.l[k - 1] > 0 and t.m[k] > t.m[k - 1]
         if k >= 2 and t.l[k - 1] > 0:
-            factor = (f"block {k}: rescale × {t.factor[k]:.3g}"
+            factor = (f"block {k}: rescale × {format_g(t.factor[k], 3)}"
                       + ("  (the max rose)" if rose else "  (max unchanged)"))
         elif k:
             factor = "dashed: the bars before this block"
@@ -234,8 +235,8 @@ class OnlineSoftmaxView(FigureView):
         t = s.trace
         huge = self.model.huge_score
         if huge and not math.isfinite(s.naive_result):
-            naive = (f"The naive formula computes e^1000, which overflows a float64 "
-                     f"(limit e^709.78): its sum is {s.naive_sum} and its result "
+            naive = (f"The naive formula computes exp(1000), which overflows a float64 "
+                     f"(limit exp(709.78)): its sum is {s.naive_sum} and its result "
                      f"{'NaN' if math.isnan(s.naive_result) else s.naive_result}. ")
         else:
             naive = ""
@@ -249,18 +250,20 @@ class OnlineSoftmaxView(FigureView):
         elif t.l[k] == 0.0:
             self.message.show_message(
                 naive + f"Block {k} is entirely masked: its max is −∞, so the state stays "
-                "empty (m = −∞, l = 0, o = 0). Computing e^(x − m) here would give "
-                "e^(−∞ + ∞) = NaN; the recurrence skips it.")
+                "empty (m = −∞, l = 0, o = 0). Computing exp(x − m) here would give "
+                "exp(−∞ + ∞) = NaN; the recurrence skips it.")
         elif k < t.blocks:
             if k >= 2 and t.l[k - 1] > 0 and t.m[k] > t.m[k - 1]:
-                text = (f"Block {k} raised the max from {t.m[k - 1]:.4g} to {t.m[k]:.4g}: "
-                        f"the old sum l and every earlier bar were multiplied by "
-                        f"e^({t.m[k - 1]:.4g} − {t.m[k]:.4g}) = {t.factor[k]:.3g} before the "
+                old, new = format_g(t.m[k - 1], 4), format_g(t.m[k], 4)
+                text = (f"Block {k} raised the max from {old} to {new}: the old sum l and "
+                        f"every earlier bar were multiplied by exp({old} − {new}) = "
+                        f"{format_g(t.factor[k], 3)} before the "
                         f"new block was added.")
             else:
                 text = f"Block {k} did not raise the max, so nothing was rescaled."
             self.message.show_message(naive + text)
         else:
             self.message.show_message(
-                naive + f"Done: the online o = {t.o[k]:.6g} matches the exact softmax "
-                f"average, difference {s.difference:.1e}, without ever storing the row.")
+                naive + f"Done: the online o = {format_g(t.o[k])} matches the exact softmax "
+                f"average, difference {format_value(s.difference, digits=2)}, without ever "
+                "storing the row.")

@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, plural
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -47,7 +47,7 @@ class SplitKVView(FigureView):
         self.add_plot(canvas, 1)
 
         # Plain Qt items and PlotCurveItems: no Python runs for them on a range change.
-        self.plot = plot_widget("KV splits", "step time (µs)")
+        self.plot = plot_widget("KV splits", "Step time (µs)")
         item = self.plot.getPlotItem()
         item.setXRange(0.5, MAX_SPLITS + 0.5, padding=0)
         self.unsplit = curve(item, pen("neutral", 2, Qt.DashLine))
@@ -97,8 +97,8 @@ class SplitKVView(FigureView):
             self._fit_grid()
         sp = s.split
         self.title.setText(
-                 f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; {sp.units:,} units "
-                 f"in {sp.waves} wave{'s' if sp.waves > 1 else ''}")
+                 f"{sms} SMs: {sp.busy_sms} busy, {sms - sp.busy_sms} idle; "
+                 f"{plural(sp.units, 'unit')} in {plural(sp.waves, 'wave')}")
         # Shrunk to the canvas when the window is too narrow for it.
         (x0, x1), _ = self.box.viewRange()
         unit = self.box.viewPixelSize()[0]

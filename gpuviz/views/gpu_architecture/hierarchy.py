@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import plural
 from gpuviz.core.plots import HATCH_ALPHA, CellGrid, Legend, composite, diagram_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
@@ -170,12 +171,12 @@ class HierarchyView(FigureView):
                 f"{out.block_size - out.last_block_threads:,} idle")
             self.block_title.setPos(0, PANEL_TOP - 0.3)
             self.sm_title.setText(
-                f"Last wave: {out.busy_sms_last_wave} SMs busy, "
+                f"Last wave: {plural(out.busy_sms_last_wave, 'SM')} busy, "
                 f"{out.idle_sms_last_wave} idle")
             self.sm_title.setPos(RIGHT_X, PANEL_TOP - 0.3)
             more = ", the" if out.waves <= MAX_WAVE_CELLS else f" ({drawn} drawn),"
             self.wave_title.setText(
-                f"{out.waves:,} wave{'s' if out.waves != 1 else ''}{more} last "
+                f"{plural(out.waves, 'wave')}{more} last "
                 f"{100 * out.last_wave_fill:.0f}% full")
             self.wave_title.setPos(RIGHT_X, wave_top - 0.3)
             self.legend.set_at((RIGHT_X - 0.3, wave_top + 2.8))

@@ -7,6 +7,7 @@ import pyqtgraph as pg
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import plural
 from gpuviz.core.plots import (
     CellGrid,
     Legend,
@@ -91,5 +92,6 @@ class OccupancyView(FigureView):
                                       "fits on an SM.", warn=True)
         else:
             limiter = " and ".join(RESOURCE_LABELS[n].lower() for n in out.limiting)
-            self.message.show_message(f"{out.blocks} blocks of {out.warps_per_block} warps fit; "
+            self.message.show_message(f"{plural(out.blocks, 'block')} of "
+                                      f"{plural(out.warps_per_block, 'warp')} fit; "
                                       f"{limiter} set the limit.")

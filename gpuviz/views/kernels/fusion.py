@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QGraphicsLineItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, superscript
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -161,12 +161,9 @@ class FusionView(FigureView):
             f"{format_value(out.speedup_memory_bound, '×')} when HBM traffic does.")
 
 
-SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
 def _power_of_ten(exponent: int) -> str:
     if exponent == 0:
         return "1"
     if exponent == 1:
         return "10"
-    return "10" + str(exponent).translate(SUPERSCRIPTS)
+    return "10" + superscript(exponent)

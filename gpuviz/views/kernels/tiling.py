@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGraphicsLineItem, QGraphicsRectItem, QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, plural
 from gpuviz.core.plots import (
     CellGrid,
     Legend,
@@ -315,7 +315,7 @@ class TiledMatmulView(FigureView):
                 "(cudaFuncSetAttribute) to get it.")
         else:
             self.message.show_message(
-                f"Each element of A and B leaves HBM N/T = {m} times over the whole kernel; "
-                f"{format_value(need_kb, 'KB')} of shared memory for T = {tile} fits the "
-                "default limit.")
+                f"Each element of A and B leaves HBM N/T = {plural(m, 'time')} over the whole "
+                f"kernel; {format_value(need_kb, 'KB')} of shared memory for T = {tile} fits "
+                "the default limit.")
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import superscript
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.mixed_precision import value_text
@@ -66,8 +67,8 @@ class AccumulationView(FigureView):
         stall = out.formula
         if stall <= y_max:
             self.stall_line.set_data([0.0, x_max], [stall, stall])
-            self.stall_label.setText(f"t × 2^{out.acc.precision} = {value_text(stall)}: "
-                                     "naive summation stops here")
+            self.stall_label.setText(f"t × 2{superscript(out.acc.precision)} = "
+                                     f"{value_text(stall)}: naive summation stops here")
             self.stall_label.setPos(x_max * 0.35, stall)
         else:
             self.stall_line.set_data([], [])

@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import signed, superscript
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -135,7 +136,7 @@ class FloatFormatsView(FigureView):
 
     @staticmethod
     def _decoded(out: object) -> str:
-        """The bits read back: (-1)^s x 2^(E - bias) x 1.m, or what the pattern means."""
+        """The bits read back: (−1)ˢ × 2ᴱ⁻ᵇⁱᵃˢ × 1.m, or what the pattern means."""
         fmt = out.fmt
         e = int(out.exponent_bits, 2)
         sign = "−" if out.sign_bits == "1" else "+"
@@ -146,10 +147,10 @@ class FloatFormatsView(FigureView):
         if e == 0:
             if int(out.mantissa_bits or "0", 2) == 0:
                 return f"{sign}0: exponent and mantissa all zero"
-            head = (f"{sign} 2^{1 - fmt.bias} × 0.{out.mantissa_bits}₂ (subnormal: "
+            head = (f"{sign} 2{superscript(1 - fmt.bias)} × 0.{out.mantissa_bits}₂ (subnormal: "
                     "exponent field 0) =")
         else:
-            head = f"{sign} 2^({e} − {fmt.bias}) × 1.{out.mantissa_bits}₂ ="
+            head = f"{sign} 2{superscript(e)}⁻{superscript(fmt.bias)} × 1.{out.mantissa_bits}₂ ="
         tail = f"{exact_decimal(out.stored)} exactly"
         return head + ("\n" if len(head) + len(tail) > 56 else " ") + tail
 
@@ -236,7 +237,7 @@ class FloatFormatsView(FigureView):
                 x = self._x(k)
                 xs += [x, x, math.nan]
                 ys += [-0.6, rows - 0.4, math.nan]
-                label.setText(f"2^{k}")
+                label.setText(f"2{superscript(k)}")
                 label.setPos(x, rows - 0.42)
             self.grid.set_data(xs, ys)
             rects, fills = [], []
@@ -256,7 +257,7 @@ class FloatFormatsView(FigureView):
         if math.isfinite(magnitude) and magnitude > 0:
             x = min(max(self._x(_log2(magnitude)), STRIP_LEFT + 0.3), STRIP_RIGHT - 0.3)
             self.marker.set_data([x, x], [-0.6, rows - 0.4])
-            self.marker_label.setText(f"|typed| = 2^{_log2(magnitude):.2f}")
+            self.marker_label.setText(f"log₂|typed| = {signed(f'{_log2(magnitude):.2f}')}")
             self.marker_label.setPos(x, -0.85)
         else:
             self.marker.set_data([], [])

@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import superscript
 from gpuviz.core.plots import CellGrid, Legend, opaque_blend, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
@@ -40,7 +41,7 @@ class LossScalingView(FigureView):
         item.showGrid(x=True, y=True, alpha=0.2)
         low, high = HISTOGRAM_RANGE
         item.setXRange(low, high, padding=0)
-        item.getAxis("bottom").setTicks([[(float(k), f"2^{k}") for k in
+        item.getAxis("bottom").setTicks([[(float(k), f"2{superscript(k)}") for k in
                                           range(int(low), int(high) + 1, TICK_STEP)], []])
         # The histogram only slides with S (a whole number of bins), so its tallest bar
         # never changes: one fixed y range.

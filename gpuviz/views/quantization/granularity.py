@@ -7,6 +7,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_g
 from gpuviz.core.plots import CellGrid, diagram_widget, heat_colors
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import (
@@ -107,8 +108,8 @@ class GranularityView(FigureView):
             end = KEY_X + BAR_CELLS * KEY_CELL
             for label, x, text in zip(self.key_labels,
                                       (KEY_X, end, RIGHT + KEY_X, RIGHT + end),
-                                      ("0", f"{top:.3g}", "0",
-                                       f"{out.error_scale:.3g} (step/2 per tensor)"),
+                                      ("0", format_g(top, 3), "0",
+                                       f"{format_g(out.error_scale, 3)} (step/2 per tensor)"),
                                       strict=True):
                 label.setText(text)
                 label.setPos(x - 0.1 if label.anchor[0] == 1 else x + 0.1, BAR_Y + 0.3)
@@ -128,6 +129,6 @@ class GranularityView(FigureView):
             fills.append(theme.color("highlight" if g == granularity else "neutral"))
             self.error_labels[i].setText(f"RMS error, {label.lower()}")
             self.error_labels[i].setPos(ERR_X - 0.2, y + 0.5)
-            self.error_values[i].setText(f"{out.rms[g]:.3g}")
+            self.error_values[i].setText(format_g(out.rms[g], 3))
             self.error_values[i].setPos(ERR_X + width + 0.1, y + 0.5)
         self.error_bars.set_cells(np.array(rects), fills)

@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_g
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import GRID_VALUES
@@ -92,7 +93,7 @@ class GridView(FigureView):
             for label, sign in zip(self.alpha_labels, (-1, 1), strict=True):
                 label.setText(f"{'−' if sign < 0 else '+'}α")
                 label.setPos(sign * out.alpha, MARK_TOP)
-            self.grid_label.setText(f"grid: codes −{q} … +{q}, step {step:.3g}")
+            self.grid_label.setText(f"grid: codes −{q} … +{q}, step {format_g(step, 3)}")
 
         clipped = np.abs(out.values) > out.alpha
         if self.needs_update("lines", (out.values.tobytes(), out.quantized.tobytes())):

@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QApplication
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import decade_label
+from gpuviz.core.model import format_g
 from gpuviz.core.plots import Dots, curve, pen, plot_widget, text_item
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
@@ -123,7 +125,7 @@ class MseView(FigureView):
             if self._y_range != (low, high):
                 self._y_range = (low, high)
                 item.setYRange(low, high, padding=0)
-                ticks = [(float(k), f"{10.0 ** k:g}") for k in range(low, high + 1)]
+                ticks = [(float(k), decade_label(k)) for k in range(low, high + 1)]
                 item.getAxis("left").setTicks([ticks, []])
             for name, label in self.curve_labels.items():
                 i = int(np.argmin(np.abs(c.alphas - LABEL_X[name])))
@@ -155,6 +157,7 @@ class MseView(FigureView):
         self.predict.sync()
         share = out.clipping / (out.rounding + out.clipping) if out.clipping else 0.0
         self.message.show_message(
-            f"α = {alpha:.2f}σ: rounding {out.rounding:.3g} (step²/12 = {out.uniform:.3g}), "
-            f"clipping {out.clipping:.3g}, {100 * share:.0f}% of the total from clipping. "
+            f"α = {alpha:.2f}σ: rounding {format_g(out.rounding, 3)} "
+            f"(step²/12 = {format_g(out.uniform, 3)}), clipping {format_g(out.clipping, 3)}, "
+            f"{100 * share:.0f}% of the total from clipping. "
             f"Range {MSE_ALPHA_MIN:g}σ to {MSE_ALPHA_MAX:g}σ.")

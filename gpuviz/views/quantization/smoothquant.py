@@ -10,6 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks
+from gpuviz.core.model import format_g, format_value
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -63,8 +64,8 @@ class SmoothQuantView(FigureView):
         # Before smoothing: a faint shade of the same role (compute_light is the stronger
         # blue in the dark look, so it cannot say "before").
         legend = Legend(item, anchor=(0, 0), columns=2)
-        legend.add_box("max |X_j| after smoothing", theme.color("compute"))
-        legend.add_box("max |W_j| after", theme.color("memory"))
+        legend.add_box("max |Xⱼ| after smoothing", theme.color("compute"))
+        legend.add_box("max |Wⱼ| after", theme.color("memory"))
         legend.add_box("before", opaque_blend("compute", FAINT))
         legend.add_box("before", opaque_blend("memory", FAINT))
         self.add_plot(self.bars_plot, 3)
@@ -119,12 +120,13 @@ class SmoothQuantView(FigureView):
         a, err = self.model.alpha, 100 * out.error
         self.alpha_line.set_data([a, a], [0.0, err])
         self.marker.set_points([a], [err])
-        self.marker_label.setText(f"{err:.3g}%")
+        self.marker_label.setText(f"{format_g(err, 3)}%")
         self.marker_label.setPos(a, err)
         x_spread = out.x_max_after.max() / out.x_max_after.min()
         w_spread = out.w_max_after.max() / out.w_max_after.min()
         self.message.show_message(
-            f"α = {a:.2f}: activation channel maxima differ by {x_spread:.3g}×, weight "
-            f"channel maxima by {w_spread:.3g}×; W8A8 error {err:.3g}% of |XW|. The product "
-            f"itself is unchanged: (X diag(s)⁻¹)(diag(s) W) differs from XW by "
-            f"{out.identity_error:.1e} of its size.")
+            f"α = {a:.2f}: activation channel maxima differ by {format_value(x_spread, '×')}, "
+            f"weight channel maxima by {format_value(w_spread, '×')}; W8A8 error "
+            f"{format_g(err, 3)}% of |XW|. The product itself is unchanged: "
+            f"(X diag(s)⁻¹)(diag(s) W) differs from XW by "
+            f"{format_value(out.identity_error, digits=2)} of its size.")
