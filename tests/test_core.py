@@ -14,6 +14,7 @@ from gpuviz.core.model import (
     FigureModel,
     Parameter,
     Readout,
+    decimal_places,
     format_g,
     format_value,
     plural,
@@ -98,6 +99,14 @@ def test_format_value():
     assert format_value(1, "ms") == "1 ms"
     assert format_value(1, "GB/s") == "1 GB/s"
     assert format_value(1.00, "tokens", digits=3) == "1 token"
+    # Places follow the rounded magnitude; ratios all read alike; fixed places on request.
+    assert format_value(0.9996, "FLOP/B") == "1.00 FLOP/B"
+    assert [format_value(v, "×") for v in (2.0, 0.997, 1.4286, 1365.3)] == [
+        "2.00×", "1.00×", "1.43×", "1,365×"]
+    assert format_value(4, "×") == "4×"
+    assert format_value(0.5, decimals=2) == "0.50"
+    assert format_value(1.0, "µs", decimals=1) == "1.0 µs"
+    assert decimal_places(0.05) == 2 and decimal_places(0.5) == 1 and decimal_places(2) == 0
 
 
 def test_number_style_helpers():

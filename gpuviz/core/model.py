@@ -193,6 +193,12 @@ def superscript(exponent: int | str) -> str:
     return str(exponent).translate(_SUPERSCRIPTS)
 
 
+def decimal_places(step: float) -> int:
+    """Places after the point that a step needs: 0.05 -> 2, 0.5 -> 1, 2 -> 0."""
+    text = format_g(abs(step), 12)
+    return len(text.split(".")[1]) if "." in text else 0
+
+
 def signed(text: str) -> str:
     """A number formatted by Python with its minus signs made true minus signs."""
     return text.replace("-", MINUS)
@@ -217,14 +223,21 @@ def format_g(value: float, digits: int = 6) -> str:
     return signed(text)
 
 
-def format_value(value: float | int | str, unit: str = "", digits: int = 3) -> str:
+def format_value(value: float | int | str, unit: str = "", digits: int = 3,
+                 decimals: int | None = None) -> str:
     """Human text for a number: thousands separators for integers, `digits` significant
     digits otherwise (×10ⁿ beyond 10⁷ and below 10⁻³), a true minus sign, and the unit
-    after a space (singular after exactly 1: "1 warp", "2 warps")."""
+    after a space (singular after exactly 1: "1 warp", "2 warps"); a ratio (unit ×) has
+    two decimals below 100. `decimals` fixes the
+    places after the point instead (a slider in steps of 0.05 reads 0.50, never 0.5000)."""
+    if unit == "×" and decimals is None and isinstance(value, float):
+        decimals = 2 if abs(value) < 100 else 0  # every ratio alike: 1.00×, 1.43×, 13.86×
     if isinstance(value, str):
         body = value
     elif isinstance(value, bool):
         body = "yes" if value else "no"
+    elif decimals is not None and math.isfinite(value):
+        body = signed(f"{value:,.{decimals}f}")
     elif isinstance(value, int) or (isinstance(value, float) and value.is_integer()
                                      and abs(value) < 1e15):
         body = signed(f"{int(value):,}")
@@ -234,7 +247,9 @@ def format_value(value: float | int | str, unit: str = "", digits: int = 3) -> s
         mantissa, exponent = f"{value:.{max(digits - 1, 0)}e}".split("e")
         body = _scientific(mantissa, int(exponent))
     else:
-        decimals = max(digits - 1 - int(math.floor(math.log10(abs(value)))), 0) if value else 0
+        # Places from the magnitude after rounding: 0.9996 is "1.00", not "1.000".
+        rounded = float(f"{value:.{max(digits - 1, 0)}e}")
+        decimals = max(digits - 1 - int(math.floor(math.log10(abs(rounded)))), 0) if value else 0
         body = signed(f"{value:,.{decimals}f}")
     if not unit:
         return body

@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuviz import theme
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, format_value
+from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, decimal_places, format_value
 
 LOG_SLIDER_STEPS = 1000
 CONTROL_COLUMN_WIDTH = 330  # pixels at text scale 1; the projector theme scales it
@@ -116,13 +116,16 @@ class ParameterSlider(BoundControl):
     def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
         super().__init__(model, name, parent)
         p = self.param
+        # A slider in fractional steps shows as many places as its step: 0.05 -> "0.50".
+        self._decimals = (decimal_places(p.step) if p.step and not p.log
+                          and not float(p.step).is_integer() else None)
         self.label = QLabel(p.label)
         self.value_label = QLabel()
         self.value_label.setTextFormat(Qt.PlainText)
         self.value_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
         fix_size(self.value_label, lambda: max(
             self.value_label.fontMetrics().horizontalAdvance(
-                format_value(v, p.unit, digits=4) + "00") for v in (p.minimum, p.maximum, -1.5)))
+                self.shown(v) + "00") for v in (p.minimum, p.maximum, -1.5)))
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setFocusPolicy(Qt.StrongFocus)
         self.slider.setAccessibleName(p.label)
@@ -175,7 +178,10 @@ class ParameterSlider(BoundControl):
         value = self.model.get(self.name)
         with QSignalBlocker(self.slider):
             self.slider.setValue(self.position_of(value))
-        self.value_label.setText(format_value(value, self.param.unit, digits=4))
+        self.value_label.setText(self.shown(value))
+
+    def shown(self, value: float) -> str:
+        return format_value(value, self.param.unit, digits=4, decimals=self._decimals)
 
 
 class ChoiceBox(BoundControl):
