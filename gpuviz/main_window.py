@@ -150,8 +150,10 @@ class MainWindow(QMainWindow):
         self.lesson_pane.setOpenExternalLinks(False)
         self.lesson_pane.setOpenLinks(False)
         self.lesson_pane.setAccessibleName("Lesson text")
-        # Code blocks wrap too (see _fit_text_to_pane): a long formula may break anywhere.
-        self.lesson_pane.setWordWrapMode(QTextOption.WrapAtWordBoundaryOrAnywhere)
+        # Code blocks wrap too (see _fit_text_to_pane); how words break: _choose_wrap.
+        self.lesson_pane.viewport().installEventFilter(self)
+        self._wrapped_for: int | None = None  # the pane width the wrap mode was chosen for
+        self._wrap_timer = QTimer(self, singleShot=True, interval=50, timeout=self._choose_wrap)
         self.lesson_pane.hide()
         self.lesson_pane.installEventFilter(self)
         self._sidebar_before_pane: int | None = None  # its width, while the pane collapsed it
@@ -375,11 +377,13 @@ class MainWindow(QMainWindow):
             text = load_lesson_text(lesson.text_file)
             self.lesson_pane.setMarkdown(text.markdown)
             self._fit_text_to_pane()
+            self._wrapped_for = None  # new text: choose again (below, at the pane's width)
             self._lesson_file = lesson.text_file
             self._lesson_headings = text.headings
         if self.lesson_pane.isHidden():
             self.lesson_pane.show()
             self._fit_lesson_pane()
+        self._choose_wrap()
         heading = self._lesson_headings.get(anchor or spec.lesson_anchor)
         if heading:
             found = self._find_heading(heading)
@@ -407,6 +411,8 @@ class MainWindow(QMainWindow):
             if isinstance(frame, QTextTable):
                 fmt = frame.format()
                 fmt.setWidth(QTextLength(QTextLength.PercentageLength, 99))
+                fmt.setCellPadding(2)  # less than Qt gives markdown tables: 7 columns need room
+                fmt.setCellSpacing(0)
                 frame.setFormat(fmt)
 
     def _fit_lesson_pane(self) -> None:
@@ -431,7 +437,29 @@ class MainWindow(QMainWindow):
         if (watched is self.lesson_pane and event.type() == QEvent.Hide
                 and self.lesson_pane.isHidden()):
             self._restore_sidebar()
+        elif watched is self.lesson_pane.viewport() and event.type() == QEvent.Resize:
+            self._wrap_timer.start()  # once the width settles (a splitter drag resizes often)
         return super().eventFilter(watched, event)
+
+    def _choose_wrap(self) -> None:
+        """Break lines at spaces only, so a number in a narrow table cell stays whole
+        ("65,50|4" reads as two numbers); only where that leaves a table wider than the
+        pane (no sideways scrolling for the text) may words break anywhere. Tried on a
+        copy of the text: switching the pane's own mode back and forth left its scroll
+        bar behind."""
+        pane = self.lesson_pane
+        width = pane.viewport().width()
+        if width == self._wrapped_for:
+            return  # a scroll bar came or went: same width, same choice
+        self._wrapped_for = width
+        trial = pane.document().clone()
+        option = trial.defaultTextOption()
+        option.setWrapMode(QTextOption.WordWrap)
+        trial.setDefaultTextOption(option)
+        trial.setTextWidth(width)
+        fits = trial.size().width() <= width + 1
+        pane.setWordWrapMode(QTextOption.WordWrap if fits
+                             else QTextOption.WrapAtWordBoundaryOrAnywhere)
 
     def _restore_sidebar(self) -> None:
         width, self._sidebar_before_pane = self._sidebar_before_pane, None
