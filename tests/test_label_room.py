@@ -139,7 +139,8 @@ def _online_softmax(view) -> None:  # noqa: ANN001
 
 
 def _merge(view) -> None:  # noqa: ANN001
-    plot = view.out_plot.getPlotItem()
+    box = view.out_plot.getPlotItem().getViewBox()
     legend = text_rect(view.legend)
-    assert not legend.intersects(item_rect(plot.getViewBox())), "legend over the curves"
-    assert inside(legend, view.out_plot.rect().toRectF()), "legend cut off"
+    curves = data_rect(box, -1, -view._bound, view.model.DIMS, view._bound)
+    assert not legend.intersects(curves), "legend over the curves"
+    assert inside(legend, item_rect(box)), "legend cut off"

@@ -175,7 +175,7 @@ def apply_look(scenes: Iterable[pg.GraphicsScene], font_ratio: float,
                line_ratio: float) -> None:
     """Rescale everything drawn in `scenes` to the current look, in place: the shared
     helpers (they have `apply_look()`) take the look's sizes; plots their tick and title
-    fonts; legends, other text and pens grow by `font_ratio` and `line_ratio` (the new
+    fonts; other text and pens grow by `font_ratio` and `line_ratio` (the new
     look's factors over those they were drawn with)."""
     for scene in scenes:
         for item in scene.items():
@@ -184,8 +184,6 @@ def apply_look(scenes: Iterable[pg.GraphicsScene], font_ratio: float,
                 own()
             elif isinstance(item, pg.PlotItem):
                 _fit_plot_fonts(item)
-            elif isinstance(item, pg.LegendItem):
-                _scale_legend(item, font_ratio)
             elif isinstance(item, (QGraphicsSimpleTextItem, QGraphicsTextItem)):
                 # Axis titles and legend labels are sized by their owners above.
                 if not isinstance(item.parentItem(), (pg.AxisItem, pg.LabelItem)):
@@ -235,19 +233,6 @@ def _css_pixels(style: dict) -> float:
     if isinstance(size, str) and size.endswith("px"):
         return float(size[:-2])
     return _pixel_size(QApplication.font())
-
-
-def _scale_legend(legend: pg.LegendItem, ratio: float) -> None:
-    if ratio == 1.0:
-        return
-    size = legend.opts.get("labelTextSize")
-    if isinstance(size, str) and size.endswith("pt"):
-        legend.opts["labelTextSize"] = f"{float(size[:-2]) * ratio:.1f}pt"
-    for _, label in legend.items:
-        label_size = label.opts.get("size")
-        if isinstance(label_size, str) and label_size.endswith("pt"):
-            label.setText(label.text, size=f"{float(label_size[:-2]) * ratio:.1f}pt")
-    legend.updateSize()
 
 
 def _scale_pen(item: QGraphicsItem, ratio: float) -> None:
@@ -732,23 +717,23 @@ class Curve(QGraphicsPathItem):
     pg.PlotCurveItem runs Python on every repaint (bounds, pixel padding, the path),
     about 0.2-0.3 ms per curve each time its plot repaints; this item builds its path
     once per `set_data`. NaN points leave gaps. In a log-mode plot give it log10 data.
-    `opts` is what a pyqtgraph legend reads to draw the curve's sample."""
+    Its legend row: `Legend.add_line(label, the same pen)`."""
 
-    def __init__(self, qpen: QPen, name: str | None = None) -> None:
+    def __init__(self, qpen: QPen) -> None:
         super().__init__()
-        self.opts = {"pen": qpen, "name": name, "antialias": False, "symbol": None}
+        self._qpen: QPen | None = None
         self._xy: tuple[np.ndarray, np.ndarray] | None = None
         self._data_bounds = QRectF()
         self._pad = 0.0
         self.setPen(qpen)
 
     def setPen(self, qpen: QPen) -> None:  # noqa: N802 - Qt naming
-        """The pen, the legend's sample of it, and the room it needs."""
-        if qpen == self.pen() and self.opts["pen"] is qpen:
+        """The pen and the room it needs."""
+        if qpen == self.pen() and self._qpen is qpen:
             return
         self.prepareGeometryChange()
         super().setPen(qpen)
-        self.opts["pen"] = qpen
+        self._qpen = qpen
         # Room for the pen on every side, in pixels (Qt adds 2 more to repainted areas).
         self._pad = max(0.0, qpen.widthF() / 2 - 1.5)
 
@@ -779,28 +764,11 @@ class Curve(QGraphicsPathItem):
         return self.path()
 
 
-def curve(plot: pg.PlotItem, qpen: QPen, name: str | None = None) -> Curve:
-    """A Curve added to the plot, and to its legend when named."""
-    item = Curve(qpen, name)
+def curve(plot: pg.PlotItem, qpen: QPen) -> Curve:
+    """A Curve added to the plot."""
+    item = Curve(qpen)
     plot.addItem(item)
-    if name and plot.legend is not None:
-        plot.legend.addItem(item, name)
     return item
-
-
-def legend_entry(legend: pg.LegendItem, name: str, targets: Sequence[QGraphicsItem | Dots],
-                 **opts: object) -> pg.PlotDataItem:
-    """A legend row drawn from `opts` (pen, symbol...) for a series drawn by other items;
-    clicking the row shows or hides those items, as it would a PlotDataItem."""
-    proxy = pg.PlotDataItem(**opts)
-
-    def follow() -> None:
-        for target in targets:
-            target.setVisible(proxy.isVisible())
-
-    proxy.visibleChanged.connect(follow)
-    legend.addItem(proxy, name)
-    return proxy
 
 
 class Legend(pg.GraphicsObject):

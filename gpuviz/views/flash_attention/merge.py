@@ -7,17 +7,15 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QSignalBlocker, Qt
-from PySide6.QtWidgets import QSizePolicy
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_g, format_value
-from gpuviz.core.plots import Dots, curve, legend_entry, pen, plot_widget, untouched
+from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget, untouched
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.models.flash_attention import merge_scores
 
 SET_A, SET_B = 1, 2  # categorical series of the two sets (sky blue, green)
-LEGEND_SHARE = 0.4  # of the lower plot's width, at most, for its legend
 
 
 def _largest_output(scores: np.ndarray, values: np.ndarray) -> float:
@@ -82,51 +80,32 @@ class MergeView(FigureView):
         dims = self.model.DIMS
         item.setXRange(-0.3, dims - 0.7, padding=0)
         item.getAxis("bottom").setTicks([[(i, str(i)) for i in range(dims)]])
-        # The legend has a column of its own right of the plot area (beside the x axis
-        # too), so it never covers the curves: the plot's layout keeps its room.
-        self.legend = pg.LegendItem(labelTextColor=theme.color("text"),
-                                    labelTextSize=f"{9 * theme.font_factor():.1f}pt")
-        self.legend.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
-        item.layout.addItem(self.legend, 2, 3, 2, 1, Qt.AlignTop)
-        item.legend = self.legend  # where curve() and legend_entry() add their rows
-        # PlotCurveItems (no work on range changes) and pixmap dots for the merged
-        # result's markers; its legend row is a proxy that still shows line and symbol.
-        self.full = curve(item, pen("text", 5.0), name="full attention")
+        full_pen = pen("text", 5.0)
+        self.full = curve(item, full_pen)
         merged_pen = pen("compute", 2.0, Qt.DashLine)
         self.merged = curve(item, merged_pen)
         self.merged_dots = Dots(item, dims, 9, theme.color("compute"))
-        legend_entry(item.legend, "merged A + B", [self.merged, self.merged_dots],
-                     pen=merged_pen, symbol="o", symbolSize=9,
-                     symbolBrush=theme.color("compute"), symbolPen=None)
-        self.o_a = curve(item, pg.mkPen(theme.series(SET_A), width=theme.line_width(1.5),
-                                        style=Qt.DotLine), name="o(A)")
-        self.o_b = curve(item, pg.mkPen(theme.series(SET_B), width=theme.line_width(1.5),
-                                        style=Qt.DotLine), name="o(B)")
-        self.plain = curve(item, pen("highlight", 2.5), name="plain average<br>(o(A) + o(B))/2")
-        self._legend_size = self.legend.layout.effectiveSizeHint(Qt.PreferredSize)
-        self._legend_scale = 0.0
-        item.getViewBox().sigResized.connect(self._fit_legend)
+        a_pen = pg.mkPen(theme.series(SET_A), width=theme.line_width(1.5), style=Qt.DotLine)
+        b_pen = pg.mkPen(theme.series(SET_B), width=theme.line_width(1.5), style=Qt.DotLine)
+        self.o_a = curve(item, a_pen)
+        self.o_b = curve(item, b_pen)
+        plain_pen = pen("highlight", 2.5)
+        self.plain = curve(item, plain_pen)
+        # Above the curves, with room kept for it in the y range (_fit_y_range).
+        self.legend = Legend(item, anchor=(0, 0), columns=5)
+        self.legend.add_line("full attention", full_pen)
+        self.legend.add_line("merged A + B", merged_pen)
+        self.legend.add_line("plain average", plain_pen)
+        self.legend.add_line("o(A)", a_pen)
+        self.legend.add_line("o(B)", b_pen)
+        item.getViewBox().sigResized.connect(self._fit_y_range)
         self.add_plot(self.out_plot, 3)
 
-    def _fit_legend(self) -> None:
-        """Scale the legend down when its column would be taller than the plot area and
-        x axis, or wider than LEGEND_SHARE of the plot (on a resize)."""
-        item = self.out_plot.getPlotItem()
-        natural = self._legend_size
-        height = item.getViewBox().height() + item.getAxis("bottom").height()
-        if height <= 0 or natural.isEmpty():
-            return
-        scale = min(1.0, height / natural.height(),
-                    LEGEND_SHARE * item.width() / natural.width())
-        if scale != self._legend_scale:
-            self._legend_scale = scale
-            # Its column is as wide as the scaled legend; the rows keep their natural
-            # layout and are drawn scaled (about the legend's top left corner).
-            size = natural * scale
-            for set_size in (self.legend.setMinimumSize, self.legend.setPreferredSize,
-                             self.legend.setMaximumSize):
-                set_size(size)
-            self.legend.setScale(scale)
+    def _fit_y_range(self) -> None:
+        """±bound for the curves, and above them the legend's rows (on a resize too)."""
+        if self._bound:
+            top = self.legend.end_with_room(-self._bound, self._bound)
+            self.out_plot.getPlotItem().setYRange(-self._bound, top, padding=0)
 
     def _on_drag(self) -> None:
         self.model.set("split", int(round(self.split_line.value() + 0.5)))
@@ -171,7 +150,7 @@ class MergeView(FigureView):
         bound = self._bounds[self.model.seed - int(self.model.parameter("seed").minimum)]
         if bound != self._bound:
             self._bound = bound
-            self.out_plot.getPlotItem().setYRange(-bound, bound, padding=0)
+            self._fit_y_range()
         x = np.arange(self.model.DIMS)
         self.full.set_data(x, s.full.o)
         self.merged.set_data(x, s.merged.o)
