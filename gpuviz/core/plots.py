@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QGraphicsLineItem,
     QGraphicsPathItem,
     QGraphicsPixmapItem,
+    QGraphicsScene,
     QGraphicsSimpleTextItem,
     QGraphicsTextItem,
 )
@@ -66,7 +67,7 @@ class GridPlotWidget(pg.PlotWidget):
         item = self.getPlotItem()
         item.showGrid = self.show_grid
         box = item.getViewBox()
-        box.sigRangeChanged.connect(self.resetCachedContent)
+        box.sigRangeChanged.connect(self._redraw_grid)
         box.geometryChanged.connect(self.resetCachedContent)  # e.g. wider tick labels
         for name in self._grid:
             axis = item.getAxis(name)
@@ -74,7 +75,7 @@ class GridPlotWidget(pg.PlotWidget):
 
             def set_ticks_and_redraw(ticks, _set=set_ticks) -> None:  # noqa: ANN001
                 _set(ticks)
-                self.resetCachedContent()
+                self._redraw_grid()
 
             axis.setTicks = set_ticks_and_redraw
 
@@ -86,6 +87,13 @@ class GridPlotWidget(pg.PlotWidget):
         if y is not None:
             self._grid["left"] = strength if y else 0.0
         self.resetCachedContent()
+
+    def _redraw_grid(self) -> None:
+        """The grid moved with the view range: redraw the plot area's background in the
+        same repaint as the items (resetCachedContent asked for a repaint of its own, so
+        a range change painted the plot twice)."""
+        box = self.getPlotItem().getViewBox()
+        self.scene().invalidate(box.sceneBoundingRect(), QGraphicsScene.BackgroundLayer)
 
     def resizeEvent(self, event) -> None:  # noqa: ANN001, N802
         super().resizeEvent(event)
