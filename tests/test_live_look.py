@@ -18,7 +18,7 @@ from gpuviz.main_window import MainWindow
 from tests import figure_driver as drive
 
 LOOKS = ("dark", "light", "projector")
-FIGURES = ("1.3", "2.2", "3.2", "4.4")  # one of every built lesson
+FIGURES = ("1.1", "2.2", "3.2", "4.4", "5.1", "6.5", "7.3", "8.2", "11.4")  # every lesson
 SPECS = {spec.number: spec for spec in catalog.all_figures()}
 SIZE = (1280, 800)
 
@@ -117,14 +117,18 @@ def test_a_page_follows_every_look_in_place(number, start, look, qtbot):
         if other == start:
             continue
         look(other)
-        assert not label_problems(page), (other, label_problems(page))
+        assert not label_problems(page, tables=False), (other, label_problems(page))
         look(other)  # the page as started directly in `other`, for comparison
         direct = page_in(number, qtbot)
-        assert geometry(page) == geometry(direct), other
+        assert geometry(page) == geometry(direct), (other, differences(
+            geometry(page), geometry(direct)))
         assert drawn(page) == drawn(direct), other
+        # A table too narrow for its text draws it smaller (6.5's in the lecture look at
+        # 1280x800): never worse than on a page started in that look.
+        assert label_problems(page) == label_problems(direct), other
         direct.close()
         look(start)  # and back: as it was
-        assert not label_problems(page), (start, label_problems(page))
+        assert not label_problems(page, tables=False), (start, label_problems(page))
         assert (geometry(page), drawn(page)) == started[start], f"back from {other}"
 
 

@@ -318,7 +318,7 @@ class ExpressionEntry(BoundControl):
 
     def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
         super().__init__(model, name, parent)
-        self.combo = QComboBox()
+        self.combo = Combo()
         self.combo.setEditable(True)
         self.combo.setInsertPolicy(QComboBox.NoInsert)
         self.combo.setAccessibleName(self.param.label)
