@@ -118,9 +118,12 @@ class ZeroStagesView(FigureView):
         self.sent_bars.set_cells(
             np.array([(i - BAR_WIDTH / 2, 0.0, BAR_WIDTH, s) for i, s in enumerate(sent)]),
             [theme.color("network")] * len(STAGES))
+        # Numbers alone (the axis says GB): four bars share a narrow plot, and at lecture
+        # size "23.6 GB" is wider than a bar's slot.
         for i, (label, value) in enumerate(zip(self.sent_texts, sent, strict=True)):
-            ratio = f"  (×{value / sent[0]:.1f})" if i == 3 and sent[0] > 0 else ""
-            label.setText(format_value(value, "GB") + ratio)
+            ratio = (f"\n{format_value(value / sent[0], '×')}" if i == 3 and sent[0] > 0
+                     else "")
+            label.setText(format_value(value) + ratio)
             label.setPos(i, value)
 
         fitting = [STAGE_NAMES[s] for s, t in zip(STAGES, totals, strict=True) if t <= memory]
