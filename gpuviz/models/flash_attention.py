@@ -250,7 +250,7 @@ class OnlineSoftmaxModel(SteppedModel):
             "m": Readout("Running max m", _text_if_not_finite(float(t.m[k])), digits=4),
             "l": Readout("Running sum l", float(t.l[k]), digits=4),
             "o": Readout("Running output o", float(t.o[k]), digits=6),
-            "rescale": Readout("Last rescale f", factor, digits=4),
+            "rescale": Readout("Last rescale f", factor, digits=3),  # as the chart says
             "exact": Readout("Exact softmax average", s.exact, digits=6),
             "difference": Readout("|online − exact| at the end", s.difference, digits=2),
             "naive_sum": Readout("Naive Σ eˣ, whole row", _text_if_not_finite(s.naive_sum),

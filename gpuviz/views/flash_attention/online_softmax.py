@@ -51,13 +51,14 @@ def _number(value: float) -> str:
     return text.replace("-", "−")
 
 
-def _state_number(value: float) -> str:
-    """m, l, o and the naive numbers: 4 significant digits, inf and NaN as words."""
+def _state_number(value: float, digits: int = 4) -> str:
+    """m, l, o and the naive numbers as the readouts write them (m and l 4 significant
+    digits, o 6: it is compared with the exact average), inf and NaN as words."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "−∞" if value < 0 else "inf"
-    return format_g(value, 4)
+    return format_value(value, digits=digits)
 
 
 class OnlineSoftmaxView(FigureView):
@@ -185,13 +186,14 @@ class OnlineSoftmaxView(FigureView):
         self.state_cells.set_cells(
             np.array([(j * box_w, state_y, box_w - 0.3, STATE_HEIGHT) for j in range(3)]),
             [None] * 3, [theme.color("onchip")] * 3,
-            [f"{name} = {_state_number(value)}"
-             for name, value in (("m", t.m[k]), ("l", t.l[k]), ("o", t.o[k]))])
+            [f"{name} = {_state_number(value, digits)}"
+             for name, value, digits in (("m", t.m[k], 4), ("l", t.l[k], 4),
+                                         ("o", t.o[k], 6))])
         naive_sum, naive_o = float(s.naive_sums[k]), float(s.naive_results[k])
         failed = k > 0 and not math.isfinite(naive_o)
         naive = ("naive formula, no max subtracted: nothing read yet" if k == 0 else
                  f"naive formula, no max subtracted: Σ eˣ = {_state_number(naive_sum)}, "
-                 f"o = {_state_number(naive_o)}")
+                 f"o = {_state_number(naive_o, 6)}")
         self.naive_cells.set_cells(
             np.array([(0, state_y + STATE_HEIGHT + NAIVE_GAP, width - 0.3, NAIVE_HEIGHT)]),
             [None], [theme.color("highlight" if failed else "muted")], [naive],
