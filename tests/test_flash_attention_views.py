@@ -40,7 +40,7 @@ def test_online_softmax_draws_state_and_naive_overflow(build):
     for _ in range(3):  # the huge score sits in block 3
         page.model.step()
         drive.settle()
-    assert _cell_texts(view.state_cells)[0] == "m = 1000"
+    assert _cell_texts(view.state_cells)[0] == "m = 1,000"
     naive = _cell_texts(view.naive_cells)[0]
     assert "Σ eˣ = inf" in naive and "o = NaN" in naive
     # The state is the largest text of the diagram.
