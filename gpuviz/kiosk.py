@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuviz import catalog
+from gpuviz import catalog, theme
 from gpuviz.screen import ScreenCover
 
 if TYPE_CHECKING:
@@ -213,16 +213,10 @@ class Countdown(QWidget):
         super().__init__(parent)
         self.setAttribute(Qt.WA_StyledBackground, True)
         self.setObjectName("kioskCover")
-        self.setStyleSheet("#kioskCover { background-color: rgba(0, 0, 0, 150); }"
-                           "#kioskCard { background-color: palette(window); "
-                           "border: 3px solid palette(highlight); border-radius: 10px; }")
         card = QFrame()
         card.setObjectName("kioskCard")
         self.title = QLabel("<b>Still there?</b>")
         self.title.setAlignment(Qt.AlignCenter)
-        font = self.title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.8)
-        self.title.setFont(font)
         self.label = QLabel()
         self.label.setAlignment(Qt.AlignCenter)
         self.keep = QPushButton("Keep exploring")
@@ -248,8 +242,19 @@ class Countdown(QWidget):
         row.addStretch(1)
         outer.addLayout(row)
         outer.addStretch(1)
+        self._restyle()
+        # Qt keeps the font a widget with a style sheet (and its children) had when the
+        # sheet was set: set it again when the look (the lecture scale) changes.
+        theme.look.changed.connect(self._restyle)
         self.hide()
 
+    def _restyle(self) -> None:
+        font = QApplication.font()
+        font.setPointSizeF(font.pointSizeF() * 1.8)
+        self.title.setFont(font)
+        self.setStyleSheet("#kioskCover { background-color: rgba(0, 0, 0, 150); }"
+                           "#kioskCard { background-color: palette(window); "
+                           "border: 3px solid palette(highlight); border-radius: 10px; }")
     def set_seconds(self, seconds: int) -> None:
         unit = "second" if seconds == 1 else "seconds"
         self.label.setText(f"The figures go back to the start in {seconds} {unit}.")

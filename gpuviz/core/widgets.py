@@ -219,10 +219,10 @@ class ChoiceButtons(BoundControl):
         super().__init__(model, name, parent)
         self.group = QButtonGroup(self)
         self.group.setExclusive(True)
-        selected = theme.color("compute")
-        self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected.name()}; "
-                           f"color: {theme.readable_on(selected).name()}; "
-                           f"border: 1px solid {selected.name()}; }}")
+        self._restyle()
+        # Qt keeps the font a widget with a style sheet (and its buttons) had when the
+        # sheet was set: set it again when the look (or the lecture scale) changes.
+        theme.look.changed.connect(self._restyle)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.setSpacing(2)
@@ -239,6 +239,12 @@ class ChoiceButtons(BoundControl):
             self.buttons[value] = button
             layout.addWidget(button)
         self.sync()
+
+    def _restyle(self) -> None:
+        selected = theme.color("compute")
+        self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected.name()}; "
+                           f"color: {theme.readable_on(selected).name()}; "
+                           f"border: 1px solid {selected.name()}; }}")
 
     def sync(self) -> None:
         current = self.model.get(self.name)
@@ -266,6 +272,18 @@ class ToggleBox(BoundControl):
             self.box.setChecked(bool(self.model.get(self.name)))
 
 
+def error_label() -> QLabel:
+    """A hidden wrapping label in the warning colour, for text refused inline (a palette,
+    not a style sheet: a style sheet would keep the font of the look it was set in)."""
+    label = QLabel()
+    label.setWordWrap(True)
+    palette = label.palette()
+    palette.setColor(QPalette.WindowText, theme.text_color("highlight"))
+    label.setPalette(palette)
+    label.hide()
+    return label
+
+
 class NumberEntry(BoundControl):
     """Typed entry of a number; text that is not an allowed number is refused inline."""
 
@@ -274,10 +292,7 @@ class NumberEntry(BoundControl):
         self.edit = QLineEdit()
         self.edit.setAccessibleName(self.param.label)
         self.edit.setToolTip(self.toolTip())
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: {theme.text_color('highlight').name()}")
-        self.error.hide()
+        self.error = error_label()
         label = QLabel(f"{self.param.label} ({self.param.unit})" if self.param.unit
                        else self.param.label)
         label.setBuddy(self.edit)
@@ -325,10 +340,7 @@ class ExpressionEntry(BoundControl):
         self.combo.setToolTip(self.toolTip())
         for value, label in self.param.choices:
             self.combo.addItem(label, value)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: {theme.color('highlight').name()}")
-        self.error.hide()
+        self.error = error_label()
         label = QLabel(self.param.label)
         label.setBuddy(self.combo)
         self.combo.lineEdit().editingFinished.connect(self._on_edit)

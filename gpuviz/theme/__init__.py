@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QWidget
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle
 
 # Okabe & Ito (2008), the colour-blind-safe categorical list, for ranks and series.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
@@ -304,13 +304,6 @@ class _ScaledStyle(QProxyStyle):
         return value
 
 
-def _widgets(app: QApplication) -> list[QWidget]:
-    """Every window and what it holds (allWidgets() also lists widgets Qt is in the middle
-    of deleting, and touching those crashed)."""
-    return [widget for top in app.topLevelWidgets()
-            for widget in [top, *top.findChildren(QWidget)]]
-
-
 def _apply_font(app: QApplication | None) -> None:
     if app is None:
         return
@@ -319,11 +312,6 @@ def _apply_font(app: QApplication | None) -> None:
     base.setPointSizeF(points)
     if base != app.font():
         app.setFont(base)
-        # A widget with a style sheet (and its children) keeps the font it had when the
-        # sheet was applied: apply the sheets again, and they take the new one.
-        for widget in _widgets(app):
-            if widget.styleSheet():
-                widget.setStyleSheet(widget.styleSheet())
     style = app.style()
     if not isinstance(style, _ScaledStyle):
         style = _ScaledStyle()
