@@ -349,7 +349,7 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "7.3", "alpha_beta", "Latency or bandwidth: which all-reduce wins",
             "All-reduce time against message size in the α-β model: ring (solid aqua), "
-            "recursive doubling (dashed aqua), Rabenseifner (dark grey). Dashed grey lines "
+            "recursive doubling (dashed aqua), Rabenseifner (dash-dot grey). Dashed grey lines "
             "mark where the fastest algorithm changes; the magenta line is your message. "
             "For P a power of two Rabenseifner is never slower than the ring here, since it "
             "has the same bandwidth term and fewer steps. <i>Try this:</i> predict where "
@@ -362,7 +362,8 @@ LESSONS: tuple[Lesson, ...] = (
             "A timeline of one all-reduce over N servers of G GPUs. Hierarchical: light "
             "aqua NVLink phases around a solid aqua network phase; flat ring: every step "
             "waits for its magenta network hop. The dashed grey line is the least time the "
-            "network needs. Below, bus bandwidth against N. Latencies are assumptions "
+            "network needs. Below, bus bandwidth against N (the flat ring dotted). Latencies "
+            "are assumptions "
             "(3 µs NVLink, 10 µs network). <i>Try this:</i> with 4 nodes and 1 GB, compare "
             "the hierarchy's bus bandwidth with one NIC's 50 GB/s, then switch to the flat "
             "ring. Then slide N from 1 to 32.",
@@ -462,7 +463,7 @@ LESSONS: tuple[Lesson, ...] = (
             "One weight matmul of n tokens on the H100 in bf16. W16 keeps the weight in "
             "bf16; W4 stores 4-bit codes plus one fp16 scale per group (4.125 bits with "
             "groups of 128) and expands them to bf16 on chip. Blue points are "
-            "compute-bound, orange memory-bound; below, both times against n. "
+            "compute-bound, orange memory-bound; below, both times against n (W16 dashed). "
             "<i>Try this:</i> at n = 1 click each point and compare the times; then raise "
             "n to 64, and on to 4,096, where both points reach the flat roof and the "
             "speed-up is gone.",

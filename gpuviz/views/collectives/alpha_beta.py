@@ -19,7 +19,8 @@ from gpuviz.models.roofline import si_text, time_text
 
 X_RANGE = (math.log10(SIZE_MIN), math.log10(SIZE_MAX))
 STYLES = {"ring": ("network", Qt.SolidLine), "recursive_doubling": ("network", Qt.DashLine),
-          "rabenseifner": ("neutral", Qt.SolidLine)}
+          "rabenseifner": ("neutral", Qt.DashDotLine)}
+# Three patterns, not only two colours: aqua and grey meet for a red-green colour-blind eye.
 MAX_CROSSINGS = 3  # pairs of three algorithms
 LABEL_STAGGER = 0.8  # decades between the feet of successive crossover labels
 

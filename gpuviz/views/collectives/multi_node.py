@@ -46,7 +46,10 @@ class MultiNodeView(FigureView):
         bw = self.bw_plot.getPlotItem()
         bw.setXRange(0.5, NODES_MAX + 0.5, padding=0)
         legend = Legend(bw, anchor=(1, 0))
-        lines = {"Hierarchical": pen("network", 2.5), "Flat ring": pen("highlight", 2.5),
+        # The flat ring dotted too: aqua and magenta both turn grey for a red-green
+        # colour-blind eye.
+        lines = {"Hierarchical": pen("network", 2.5),
+                 "Flat ring": pen("highlight", 2.5, Qt.DotLine),
                  "One NIC": pen("neutral", 1.5, Qt.DashLine)}
         for label, line_pen in lines.items():
             legend.add_line(label, line_pen)

@@ -55,8 +55,9 @@ class ZeroStagesView(FigureView):
                                                   anchor=(0, 0.5))
         item.addItem(self.state_labels)
         legend = Legend(item, anchor=(0, 0))
-        # Violet here is the optimizer's memory, not idle hardware: no hatching.
-        for _, role, text in PARTS:
+        # Violet here is the optimizer's memory, not idle hardware: no hatching. Top down,
+        # as the parts are stacked (the order tells them apart in greyscale too).
+        for _, role, text in reversed(PARTS):
             legend.add_box(text, theme.color(role), hatch=False)
 
         self.sent_plot = _category_plot("Sent per GPU per step (GB)")
@@ -105,7 +106,11 @@ class ZeroStagesView(FigureView):
             label = format_value(totals[i], "GB") + (" ↑" if cut else "")
             self.state_totals[i].setText(label)
             self.state_totals[i].setPos(i, min(totals[i], top))
-        self.state_bars.set_cells(np.array(rects), fills, hatch=[False] * len(fills))
+        # Parts parted by a line of background, as in 6.5 (yellow and violet are equally
+        # light in the light looks).
+        self.state_bars.set_cells(np.array(rects), fills,
+                                  [theme.color("background")] * len(fills),
+                                  hatch=[False] * len(fills))
         box = self.states_plot.getPlotItem().getViewBox()
         self.memory_line.set_line(-0.5, memory, len(STAGES) - 0.5, memory,
                                   box.viewPixelSize())

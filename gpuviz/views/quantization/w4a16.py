@@ -25,8 +25,12 @@ MEMORY_LABEL_X = 1.2  # log10 FLOP/B: clear of the points at n = 1 and n = 64
 
 
 def _format_pen(index: int, width: float = 2.5) -> object:
-    # Categorical colours: the two formats are series, not roles.
-    return pg.mkPen(theme.series(index), width=theme.line_width(width))
+    # Categorical colours: the two formats are series, not roles. W16 dashed as well:
+    # grey and bluish green look alike to a red-green colour-blind eye.
+    qpen = pg.mkPen(theme.series(index), width=theme.line_width(width))
+    if index == SERIES[W16]:
+        qpen.setStyle(Qt.DashLine)
+    return qpen
 
 
 SERIES = {W16: 7, W4: 2}  # Okabe-Ito grey and bluish green

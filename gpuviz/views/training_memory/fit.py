@@ -79,7 +79,10 @@ class FitView(FigureView):
             self.total_labels[x].setText(gb_text(budget.total))
             self.total_labels[x].setPos(x, parts.sum())
         # Violet is the optimizer's memory here, not idle hardware: no hatching.
-        self.bars.set_cells(np.array(rects), fills, hatch=[False] * len(fills))
+        # Parts parted by a line of background: gradients' yellow and the optimizer's violet
+        # are equally light in the light looks, and in greyscale only the line parts them.
+        self.bars.set_cells(np.array(rects), fills, [theme.color("background")] * len(fills),
+                            hatch=[False] * len(fills))
         after = np.array(out.after.parts) * scale
         bottoms = np.concatenate([[0.0], np.cumsum(after)[:-1]])
         # Each part's label beside its part, else moved up or down in small steps.
