@@ -17,6 +17,7 @@ from gpuviz.core.log_axes import (
     set_time_ticks,
     time_label,
 )
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal, TextTable
@@ -196,7 +197,7 @@ class MatmulBatchView(FigureView):
                 "is large enough to make this matmul compute-bound.", warn=True)
         else:
             self.message.show_message(
-                f"B = {row.batch:,}: {row.intensity:,.1f} FLOP/B, "
+                f"B = {row.batch:,}: {format_value(row.intensity, 'FLOP/B')}, "
                 f"{row.time.bound}-bound, {time_text(row.time.time)}.")
 
     def _table_rows(self) -> list[tuple[list[str], object]]:
@@ -210,7 +211,7 @@ class MatmulBatchView(FigureView):
                                      else "text")
             values = [f"{r.batch:,}" + (" now" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
-                      f"{r.intensity:,.1f}", time_text(r.time.time),
-                      f"{r.time.time / first.time.time:,.2f}×", r.time.bound]
+                      format_value(r.intensity), time_text(r.time.time),
+                      format_value(r.time.time / first.time.time, "×"), r.time.bound]
             rows.append((values, color))
         return rows
