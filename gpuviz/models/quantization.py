@@ -278,6 +278,11 @@ MSE_BITS = (("4", "4 bits"), ("8", "8 bits"))
 MSE_ALPHA_MIN, MSE_ALPHA_MAX, MSE_ALPHA_STEP = 0.25, 10.0, 0.01
 
 
+def sigma_text(alpha: float) -> str:
+    """A range in standard deviations, to the slider's step: 3.90 σ."""
+    return format_value(alpha, "σ", decimals=2)
+
+
 @functools.cache
 def unit_samples(distribution: str) -> np.ndarray:
     """8,192 seeded samples scaled to a sample variance of exactly 1 (Laplace with scale
@@ -344,10 +349,10 @@ class MseModel(FigureModel):
     bits_choice = Parameter("4", label="Bits", choices=MSE_BITS,
                             help="4-bit or 8-bit codes")
     alpha = Parameter(4.0, label="Range α", unit="σ", minimum=MSE_ALPHA_MIN,
-                      maximum=MSE_ALPHA_MAX,
+                      maximum=MSE_ALPHA_MAX, step=MSE_ALPHA_STEP,
                       help="Clip at ±α standard deviations (or drag the marker)")
     guess_alpha = Parameter(4.0, label="Your guess for the best α", unit="σ",
-                            minimum=MSE_ALPHA_MIN, maximum=MSE_ALPHA_MAX,
+                            minimum=MSE_ALPHA_MIN, maximum=MSE_ALPHA_MAX, step=MSE_ALPHA_STEP,
                             help="The range you expect to give the smallest error for "
                                  "the distribution and bits chosen (Reveal compares them)")
     revealed = Parameter(False, label="Answer revealed",
@@ -367,11 +372,12 @@ class MseModel(FigureModel):
         c = self.out.curves
         off = self.guess_alpha - c.best_alpha
         closeness = ("spot on" if abs(off) <= 0.15 else
-                     f"{abs(off):.1f}σ too {'wide' if off > 0 else 'narrow'}")
-        return (f"Best α = {c.best_alpha:.2f}σ for this sample "
+                     f"{sigma_text(abs(off))} too {'wide' if off > 0 else 'narrow'}")
+        return (f"Best α = {sigma_text(c.best_alpha)} for this sample "
                 f"({dict(DISTRIBUTIONS)[self.distribution]}, {self.bits_choice} bits); "
-                f"min-max (α = {c.max_abs:.2f}σ) has {c.min_max_mse / c.best_mse:.2f}× "
-                f"its error. Your guess of {self.guess_alpha:.1f}σ is {closeness}.")
+                f"min-max (α = {sigma_text(c.max_abs)}) has "
+                f"{format_value(c.min_max_mse / c.best_mse, '×')} its error. Your guess of "
+                f"{sigma_text(self.guess_alpha)} is {closeness}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

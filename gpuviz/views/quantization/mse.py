@@ -15,7 +15,7 @@ from gpuviz.core.model import format_g
 from gpuviz.core.plots import Dots, curve, pen, plot_widget, text_item
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
-from gpuviz.models.quantization import MSE_ALPHA_MAX, MSE_ALPHA_MIN
+from gpuviz.models.quantization import MSE_ALPHA_MAX, MSE_ALPHA_MIN, sigma_text
 
 X_RANGE = (0.0, MSE_ALPHA_MAX)
 # The model's 0.01-sigma grid finds the minimum; drawing every 4th point looks the same
@@ -133,7 +133,7 @@ class MseView(FigureView):
                 label.setPos(LABEL_X[name], y if math.isfinite(y) else low)
             x = c.max_abs
             self.min_max_line.set_data([x, x], [low, high])
-            self.min_max_label.setText(f"min-max {x:.2f}σ")
+            self.min_max_label.setText(f"min-max {sigma_text(x)}")
             self.min_max_label.setPos(x, high - 0.3)
         low, high = self._y_range
         alpha = out.alpha
@@ -143,12 +143,12 @@ class MseView(FigureView):
         self.total_label.setPos(alpha, total)
         guess = self.model.guess_alpha
         self.guess_line.set_data([guess, guess], [low, high])
-        self.guess_label.setText(f"your guess {guess:.1f}σ")
+        self.guess_label.setText(f"your guess {sigma_text(guess)}")
         self.guess_label.setPos(guess, low + 0.2)
         if self.model.revealed:
             b = c.best_alpha
             self.best_line.set_data([b, b], [low, math.log10(c.best_mse)])
-            self.best_label.setText(f"best {b:.2f}σ")
+            self.best_label.setText(f"best {sigma_text(b)}")
             # Low down, clear of the curves that cross at the minimum.
             self.best_label.setPos(b, low + 0.7)
         else:
@@ -157,7 +157,7 @@ class MseView(FigureView):
         self.predict.sync()
         share = out.clipping / (out.rounding + out.clipping) if out.clipping else 0.0
         self.message.show_message(
-            f"α = {alpha:.2f}σ: rounding {format_g(out.rounding, 3)} "
+            f"α = {sigma_text(alpha)}: rounding {format_g(out.rounding, 3)} "
             f"(step²/12 = {format_g(out.uniform, 3)}), clipping {format_g(out.clipping, 3)}, "
             f"{100 * share:.0f}% of the total from clipping. "
-            f"Range {MSE_ALPHA_MIN:g}σ to {MSE_ALPHA_MAX:g}σ.")
+            f"Range {sigma_text(MSE_ALPHA_MIN)} to {sigma_text(MSE_ALPHA_MAX)}.")
