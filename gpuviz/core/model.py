@@ -172,16 +172,18 @@ def _plain(number: float) -> str:
 
 @dataclass(frozen=True)
 class Readout:
-    """One number a figure shows, with its unit; `digits` are significant digits shown."""
+    """One number a figure shows, with its unit; `digits` are significant digits shown, or
+    `decimals` places after the point (as the figure writes the number elsewhere)."""
 
     label: str
     value: float | int | str
     unit: str = ""
     digits: int = 3
+    decimals: int | None = None
 
     @property
     def text(self) -> str:
-        return format_value(self.value, self.unit, self.digits)
+        return format_value(self.value, self.unit, self.digits, self.decimals)
 
 
 MINUS = "\u2212"  # the true minus sign: every number shown uses it, never a hyphen
