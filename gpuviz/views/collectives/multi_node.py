@@ -81,12 +81,13 @@ class MultiNodeView(FigureView):
         self.message.show_message(
             f"{'Hierarchical' if scheme == 'hierarchical' else 'Flat ring'}, {out.nodes} × "
             f"{out.gpus_per_node} GPUs: {time_text(run.total)}. "
-            f"Bus bandwidth {busbw:,.1f} GB/s is {format_value(busbw / nic, '×')} one NIC's "
-            f"{nic:,.0f} GB/s." + (" The hierarchy sends only n/G per GPU over the network "
-                                   "and uses all G NICs of a node at once."
-                                   if scheme == "hierarchical" and out.nodes > 1 else
-                                   " Every step of the flat ring waits for its slowest hop."
-                                   if out.nodes > 1 else " One node: only NVLink is used."))
+            f"Bus bandwidth {format_value(busbw, 'GB/s')} is {format_value(busbw / nic, '×')} "
+            f"one NIC's {format_value(nic, 'GB/s')}."
+            + (" The hierarchy sends only n/G per GPU over the network "
+               "and uses all G NICs of a node at once."
+               if scheme == "hierarchical" and out.nodes > 1 else
+               " Every step of the flat ring waits for its slowest hop."
+               if out.nodes > 1 else " One node: only NVLink is used."))
 
     def _draw_bars(self, out: MultiNodeOut, scheme: str) -> None:
         """Every step of the chosen scheme as a box on its link's lane (a gap of STEP_GAP
