@@ -152,7 +152,8 @@ class Parameter:
             if self.free_text is not None:
                 return "allowed: " + (self.free_text.__doc__ or "text").strip().split("\n")[0]
             return "allowed: " + ", ".join(self.choice_values())
-        unit = f" {self.unit}" if self.unit else ""
+        unit = ("" if not self.unit else self.unit if self.unit in ("%", "×")
+                else f" {self.unit}")  # as format_value writes it: 64×, 12%, 10 σ
         kind = "a whole number" if self.kind is int else "a number"
         step = f" in steps of {_plain(self.step)}" if self.step and self.step != 1 else ""
         return f"allowed: {kind} from {_plain(self.minimum)} to {_plain(self.maximum)}{unit}{step}"
