@@ -1,8 +1,9 @@
 """Lecture-hall scale (issue 11): in the projector look everything drawn grows with the
 window from the 1280x800 design size, so that at 1920x1080 no drawn text is under 20 px,
-tick labels, readouts and controls are at least 24 px, and each plot's drawn content
-spans a good part of it. The dark look keeps its sizes at any window size, and a
-window that shrinks again comes back to the sizes it would have been built with."""
+tick labels, readouts and controls are at least 24 px, the control column needs no
+scrolling, and each plot's drawn content spans a good part of it. The dark look keeps its
+sizes at any window size, and a window that shrinks again comes back to the sizes it
+would have been built with."""
 
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ def test_lecture_hall_sizes_at_1920x1080(spec, build):
     assert all(size >= MIN_TICK_PX for size in ticks), ticks
     for widget in (page.view.readouts, page.view.controls, page.view.message):
         assert pixels(widget.font()) >= MIN_WIDGET_PX, type(widget).__name__
+    # In a lecture hall every control and readout is in view: no scrolling, nothing cut.
+    column = page.view._column
+    needed = column.widget().minimumSizeHint()
+    assert needed.height() <= column.viewport().height(), "the control column scrolls"
+    assert needed.width() <= column.viewport().width(), "the control column is cut"
     for view in page.findChildren(QGraphicsView):
         if view.isVisible():
             span = content_span(view)

@@ -258,7 +258,8 @@ def format_value(value: float | int | str, unit: str = "", digits: int = 3,
         return body
     if body == "1":
         unit = singular(unit)
-    return f"{body}{'' if unit in ('%', '×') else ' '}{unit}"
+    tight = unit in ("%", "×") or unit.startswith("% ")  # 92.3% of time
+    return f"{body}{'' if tight else ' '}{unit}"
 
 
 def singular(word: str) -> str:

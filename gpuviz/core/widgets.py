@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -116,9 +117,12 @@ class ParameterSlider(BoundControl):
     def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
         super().__init__(model, name, parent)
         p = self.param
-        # A slider in fractional steps shows as many places as its step: 0.05 -> "0.50".
+        # A slider in fractional steps shows as many places as its step: 0.05 -> "0.50";
+        # a ratio keeps the two places every ratio has (4.00 × d, not 4.0000 × d).
         self._decimals = (decimal_places(p.step) if p.step and not p.log
                           and not float(p.step).is_integer() else None)
+        if self._decimals is not None and p.unit.startswith("×"):
+            self._decimals = min(self._decimals, 2)
         self.label = QLabel(p.label)
         self.value_label = QLabel()
         self.value_label.setTextFormat(Qt.PlainText)
@@ -420,6 +424,24 @@ class ControlPanel(QWidget):
     def add_widget(self, widget: QWidget) -> QWidget:
         self.layout_.addWidget(widget)
         return widget
+
+    def add_grid(self, names: tuple[str, ...], columns: int = 2) -> list[BoundControl]:
+        """Short controls (check boxes) side by side, row by row, so that a long list of
+        switches does not push the readouts out of a lecture-size column."""
+        grid = QGridLayout()
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(self.layout_.spacing())
+        added = []
+        for index, name in enumerate(names):
+            control = control_for(self.model, name, None)
+            self.controls.append(control)
+            grid.addWidget(control, *divmod(index, columns))
+            added.append(control)
+        for column in range(columns):
+            grid.setColumnStretch(column, 1)
+        self.layout_.addLayout(grid)
+        return added
 
     def sync(self) -> None:
         for control in self.controls:

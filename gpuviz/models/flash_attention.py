@@ -878,7 +878,7 @@ class SplitKVModel(FigureModel):
                        help="Pieces the cache of each sequence is cut into along its "
                             "length; each piece is a separate work unit")
     # Not "batch": that name is FigureModel.batch(), the context manager.
-    batch_size = Parameter(1, label="Batch size", unit="seqs", minimum=1, maximum=256,
+    batch_size = Parameter(1, label="Batch size", unit="sequences", minimum=1, maximum=256,
                            log=True, help="Sequences decoding one token each")
     kv_len = Parameter(32768, label="KV cache length", unit="tokens", minimum=256,
                        maximum=131072, log=True, help="Tokens already in each sequence")
@@ -925,7 +925,6 @@ class SplitKVModel(FigureModel):
         return {
             "units": Readout("Work units", sp.units, "units"),
             "busy": Readout("Busy SMs", sp.busy_sms, f"of {s.sms}"),
-            "waves": Readout("Waves", sp.waves),
             "utilisation": Readout("SM utilisation", 100 * sp.utilisation, "%"),
             "sm_bandwidth": Readout("Per SM, in flight ÷ latency", s.sm_bandwidth / 1e9,
                                     "GB/s"),

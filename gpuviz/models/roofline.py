@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices, load_gpus
 from gpuviz.data.models import DEFAULT_MODEL, ModelConfig, model, model_choices
 from gpuviz.models import transformer as tf
@@ -290,13 +290,14 @@ class RooflineModel(FigureModel):
             "peak": Readout(f"Compute roof ({precision})", roof.peak / 1e12, "TFLOP/s"),
             "bandwidth": Readout("Memory roof (HBM)", roof.bandwidth / 1e12, "TB/s"),
             "ridge": Readout("Ridge point", roof.ridge, "FLOP/B"),
-            "op": Readout("Selected op", out.labels[i]),
-            "op_flops": si_readout("FLOPs", out.flops[i], "FLOP"),
-            "op_bytes": si_readout("Bytes moved", out.bytes[i], "B"),
-            "op_intensity": Readout("Intensity", float(out.intensity[i]), "FLOP/B"),
-            "op_attained": Readout("Attainable", float(out.attained[i]) / 1e12, "TFLOP/s"),
-            "op_bound": Readout("Bound", f"{out.bounds[i]}-bound"),
-            "op_time": time_readout("Minimum time", out.times[i]),
+            # "Op ..." rows are the op chosen in the Op box above them.
+            "op_flops": si_readout("Op FLOPs", out.flops[i], "FLOP"),
+            "op_bytes": si_readout("Op bytes moved", out.bytes[i], "B"),
+            "op_intensity": Readout("Op intensity", float(out.intensity[i]), "FLOP/B"),
+            "op_attained": Readout("Op attainable", float(out.attained[i]) / 1e12,
+                                   "TFLOP/s"),
+            "op_bound": Readout("Op bound", f"{out.bounds[i]}-bound"),
+            "op_time": time_readout("Op minimum time", out.times[i]),
             "op_scale": Readout("Intensity scale", float(out.scales[i]), "×"),
         }
 
@@ -583,12 +584,12 @@ class LayerModel(FigureModel):
                 lambda o: o.group == tf.ATTENTION), "% of time"),
             "memory_bound": Readout("Memory-bound ops", f"{memory_bound} of {len(out.ops)}"),
             "kv_heads": Readout("KV heads", cfg.kv_heads, f"of {cfg.heads}"),
-            "op": Readout("Selected op", op.label),
-            "op_flops": si_readout("FLOPs", op.flops, "FLOP"),
-            "op_bytes": si_readout("Bytes", op.bytes, "B"),
-            "op_intensity": Readout("Intensity", op.intensity, "FLOP/B"),
-            "op_bound": Readout("Bound", f"{t.bound}-bound"),
-            "op_time": time_readout("Time", t.time),
+            # "Op ..." rows are the op chosen in the Op box (or by a click on its bar).
+            "op_flops": si_readout("Op FLOPs", op.flops, "FLOP"),
+            "op_bytes": si_readout("Op bytes", op.bytes, "B"),
+            "op_intensity": Readout("Op intensity", op.intensity, "FLOP/B"),
+            "op_bound": Readout("Op bound", f"{t.bound}-bound"),
+            "op_time": time_readout("Op time", t.time),
         }
 
     def message(self) -> tuple[str, bool]:
@@ -601,7 +602,7 @@ class LayerModel(FigureModel):
         attention = self.share(lambda o: o.group == tf.ATTENTION)
         lead = "weight matmuls" if weights >= attention else "attention core"
         return (f"The {lead} take{'' if weights >= attention else 's'} most of the layer's time "
-                f"({100 * max(weights, attention):.0f}%).", False)
+                f"({format_value(100 * max(weights, attention), '%')}).", False)
 
 
 # ---------------------------------------------------------------------------------------

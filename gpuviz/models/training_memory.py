@@ -79,7 +79,7 @@ class StepMemoryModel(AnimatedModel):
                               help="Keep only each layer's input and recompute the layer's "
                                    "forward pass just before its backward pass")
     flash_attention = Parameter(False, label="FlashAttention",
-                                help="Never store the s × s attention matrices (5 a s² b "
+                                help="Never store the s × s attention matrices (5 as²b "
                                      "bytes per layer)")
     micro_batch = Parameter(1, label="Micro-batch", unit="sequences", minimum=1, maximum=16,
                             step=1, help="Sequences of 2,048 tokens processed together")
@@ -261,7 +261,7 @@ class LayerParametersModel(FigureModel):
         per_layer_d2 = out.count.per_layer / out.d2
         return {
             "layer": Readout("Parameters, one layer", out.count.per_layer),
-            "layer_d2": Readout("One layer", per_layer_d2, "d²"),
+            "layer_d2": Readout("One layer", per_layer_d2, "d²", decimals=3),
             "total": Readout("Parameters, model", out.count.total),
             "twelve": Readout("12 L d²", out.twelve_l_d2),
             "share": Readout("12 L d² / total", 100 * out.twelve_share, "%"),
@@ -313,7 +313,7 @@ class LayerActivationsModel(SteppedModel):
                                 help="Never store the s × s matrices: the magenta items go")
     seq_len = Parameter(2048, label="Sequence length s", unit="tokens", minimum=256,
                         maximum=16384, step=256,
-                        help="Tokens per sequence (the a s² b items grow with its square)")
+                        help="Tokens per sequence (the as²b items grow with its square)")
     micro_batch = Parameter(1, label="Micro-batch b", unit="sequences", minimum=1,
                             maximum=16, step=1, help="Sequences processed together")
 
@@ -358,10 +358,10 @@ class LayerActivationsModel(SteppedModel):
         s, b = self.seq_len, self.micro_batch
         return {
             "sbh": Readout("Orange so far", out.sbh_so_far, "sbh"),
-            "as2b": Readout("Magenta so far", out.as2b_so_far, "a s² b"),
+            "as2b": Readout("Magenta so far", out.as2b_so_far, "as²b"),
             "so_far": si_readout("Bytes so far", out.bytes_so_far, "B"),
             "sbh_unit": si_readout("1 sbh", s * b * cfg.hidden, "B"),
-            "as2b_unit": si_readout("1 a s² b", cfg.heads * s * s * b, "B"),
+            "as2b_unit": si_readout("1 as²b", cfg.heads * s * s * b, "B"),
             "layer": si_readout("Whole layer", out.layer_bytes, "B"),
             "model": si_readout(f"All {cfg.layers} layers", cfg.layers * out.layer_bytes, "B"),
         }
@@ -469,8 +469,8 @@ COMPONENTS = (("weights", "Weights"), ("gradients", "Gradients"),
               ("logits", "Logits"))
 FIXES = (
     ("fix_flash", "FlashAttention", "activations (the s × s matrices)"),
-    ("fix_checkpoint", "Checkpoint every layer", "activations (only layer inputs kept)"),
-    ("fix_half_batch", "Halve the micro-batch", "activations and logits"),
+    ("fix_checkpoint", "Checkpointing", "activations (only layer inputs kept)"),
+    ("fix_half_batch", "Halve micro-batch", "activations and logits"),
     ("fix_8bit", "8-bit optimizer", "optimizer states (1-byte moments)"),
     ("zero_stage", "ZeRO", "optimizer states, then gradients, then weights"),
     ("fix_bf16", "bf16 weights", "weights and gradients (fp32 → bf16; adds a master copy)"),
@@ -544,23 +544,23 @@ class FitModel(FigureModel):
                                "activations (see the lesson)")
     optimizer = Parameter("adam", label="Optimizer", choices=OPTIMIZER_CHOICES,
                           help="Adam keeps two moments per parameter, SGD with momentum one")
-    fix_flash = Parameter(False, label="Fix: FlashAttention",
+    fix_flash = Parameter(False, label="FlashAttention",
                           help="Shrinks activations: the s × s attention matrices are "
                                "never stored")
-    fix_checkpoint = Parameter(False, label="Fix: checkpoint every layer",
-                               help="Shrinks activations: only each layer's input is kept; "
-                                    "costs one extra forward pass")
-    fix_half_batch = Parameter(False, label="Fix: halve the micro-batch",
+    fix_checkpoint = Parameter(False, label="Checkpointing",
+                               help="Checkpoint every layer. Shrinks activations: only each "
+                                    "layer's input is kept; costs one extra forward pass")
+    fix_half_batch = Parameter(False, label="Halve micro-batch",
                                help="Shrinks activations and logits; takes twice the "
                                     "micro-batches (gradient accumulation) per step")
-    fix_8bit = Parameter(False, label="Fix: 8-bit optimizer",
+    fix_8bit = Parameter(False, label="8-bit optimizer",
                          help="Shrinks optimizer states: moments kept in one byte each")
-    fix_bf16 = Parameter(False, label="Fix: bf16 weights (from fp32)",
-                         help="Only for fp32 training: bf16 weights and gradients with an "
-                              "fp32 master copy, and 16-bit activations")
-    zero_stage = Parameter("0", label="Fix: ZeRO (lesson 8)", choices=ZERO_CHOICES,
+    fix_bf16 = Parameter(False, label="bf16 weights",
+                         help="Only for fp32 training: bf16 weights and gradients instead "
+                              "of fp32, with an fp32 master copy, and 16-bit activations")
+    zero_stage = Parameter("0", label="ZeRO", choices=ZERO_CHOICES,
                            help="Shard optimizer states (1), also gradients (2), also "
-                                "weights (3) over the data-parallel GPUs")
+                                "weights (3) over the data-parallel GPUs (lesson 8)")
     gpus = Parameter(8, label="Data-parallel GPUs", unit="GPUs", minimum=2, maximum=64,
                      step=1, help="GPUs that share the ZeRO shards")
 
@@ -610,7 +610,6 @@ class FitModel(FigureModel):
         rows.update({
             "total": si_readout("Total", out.after.total, "B"),
             "usable": si_readout("Usable (85%)", out.usable, "B"),
-            "capacity": si_readout(f"{gpu(self.gpu).short_name} memory", out.capacity, "B"),
             "fits": Readout("Fits with the margin", "yes" if out.fits else "no"),
             "before": si_readout("Without fixes", out.before.total, "B"),
         })

@@ -27,9 +27,10 @@ class FitView(FigureView):
         for name in ("preset", "gpu", "seq_len", "micro_batch", "precision", "optimizer"):
             self.controls.add(name)
         self.controls.add_widget(QLabel("<b>Fixes</b>"))
-        for name in ("fix_flash", "fix_checkpoint", "fix_half_batch", "fix_8bit", "fix_bf16",
-                     "zero_stage", "gpus"):
-            self.controls.add(name)
+        # In the order of the table under the plot.
+        self.controls.add_grid(("fix_flash", "fix_checkpoint", "fix_half_batch", "fix_8bit",
+                                "zero_stage", "fix_bf16"))
+        self.controls.add("gpus")
 
         self.plot = plot_widget("", "Memory of one GPU (GB)")
         item = self.plot.getPlotItem()

@@ -1,5 +1,5 @@
 """Figure 6.3: the tensors one layer keeps for its backward pass, added one operation at a
-time; orange in units of sbh, magenta (the attention core) in units of a s² b."""
+time; orange in units of sbh, magenta (the attention core) in units of as²b."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.roofline import si_text
@@ -93,7 +94,8 @@ class LayerParametersView(FigureView):
             label.setPos(i, height)
         per_layer = out.count.per_layer / d2
         cfg = out.cfg
-        self.layer_label.setText(f"one layer = {per_layer:,.3f} d²  (d = {cfg.hidden:,}, "
+        self.layer_label.setText(f"one layer = {format_value(per_layer, 'd²', decimals=3)}  "
+                                 f"(d = {cfg.hidden:,}, "
                                  f"{cfg.attention_kind}, f = {cfg.intermediate:,})")
         self.layer_label.setPos(len(SLOTS) - 0.5, y_max)
 
@@ -112,8 +114,8 @@ class LayerParametersView(FigureView):
         self.total_bars.set_cells(rects, fills)
         twelve = out.twelve_l_d2 / 1e9
         self.twelve.set_line(twelve, -0.4, twelve, 0.4, titem.getViewBox().viewPixelSize())
-        # Three digits, as the readout shows it.
-        self.twelve_label.setText(f"12 L d² = {100 * out.twelve_share:.3g}% of the total")
+        self.twelve_label.setText(f"12 L d² = {format_value(100 * out.twelve_share, '%')} "
+                                  f"of the total")
         self.twelve_label.setPos(twelve, 0.4)
         entries = tuple((f"{name} {si_text(value, '')}", index) for (_, name), value, index
                         in zip(TOTAL_PARTS, parts, TOTAL_SERIES, strict=True) if value)
@@ -124,12 +126,13 @@ class LayerParametersView(FigureView):
             self._fit_total_range()
 
         if out.embedding_share > 0.05:
-            text = (f"The embeddings hold {100 * out.embedding_share:.1f}% of the "
+            text = (f"The embeddings hold {format_value(100 * out.embedding_share, '%')} of the "
                     f"{count.total:,} parameters: for a model this small, 12 L d² "
                     f"misses them.")
         else:
             text = (f"The layers hold almost everything: 12 L d² is "
-                    f"{100 * out.twelve_share:.3g}% of the {count.total:,} parameters.")
+                    f"{format_value(100 * out.twelve_share, '%')} of the {count.total:,} "
+                    f"parameters.")
         self.message.show_message(text)
 
     def _fit_total_range(self) -> None:
