@@ -362,8 +362,8 @@ LESSONS: tuple[Lesson, ...] = (
             "A timeline of one all-reduce over N servers of G GPUs. Hierarchical: light "
             "aqua NVLink phases around a solid aqua network phase; flat ring: every step "
             "waits for its magenta network hop. The dashed grey line is the least time the "
-            "network needs. Below, bus bandwidth against N (the flat ring dotted). Latencies "
-            "are assumptions "
+            "network needs, the dotted one where the other scheme ends. Below, bus bandwidth "
+            "against N (the flat ring dotted). Latencies are assumptions "
             "(3 µs NVLink, 10 µs network). <i>Try this:</i> with 4 nodes and 1 GB, compare "
             "the hierarchy's bus bandwidth with one NIC's 50 GB/s, then switch to the flat "
             "ring. Then slide N from 1 to 32.",

@@ -697,7 +697,7 @@ class W4A16Model(FigureModel):
             "shape": Readout("Weight k × m", f"{out.k:,} × {out.m:,}"),
             "w4_bits": Readout("W4 bits per weight", out.points[W4].bits, digits=4),
             # Three decimals always: "1.000×" at prefill is the point, not "1×".
-            "speedup": Readout("Speed-up W4 over W16", f"{out.speedup:.3f}×"),
+            "speedup": Readout("Speed-up W4 over W16", out.speedup, "×", decimals=3),
             "selected": Readout("Selected point", name),
             "time": time_readout(f"Minimum time ({name})", p.time.time),
             "bound": Readout("Bound", f"{p.time.bound}-bound"),

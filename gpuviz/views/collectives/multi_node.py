@@ -12,7 +12,7 @@ from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import Dots, Legend, curve, opaque_blend, pen, plot_widget
 from gpuviz.core.text import TextLayer
-from gpuviz.core.timeline import Timeline
+from gpuviz.core.timeline import BOX_HEIGHT, Timeline
 from gpuviz.models.alpha_beta import GB
 from gpuviz.models.collectives import NODES_MAX, MultiNodeOut
 from gpuviz.models.roofline import time_text
@@ -38,6 +38,10 @@ class MultiNodeView(FigureView):
         self.bound = curve(item, pen("neutral", 2.0, Qt.DashLine))
         self.text = TextLayer(QRectF(0, -1, 1, 4), keep_inside=True)
         self.bound_label = self.text.add(size=9, role="text", anchor=(-0.05, 0.5))
+        # Where the other scheme would end: the shared time axis leaves room for it, so
+        # the room says what it is for.
+        self.other_end = curve(item, pen("neutral", 1.5, Qt.DotLine))
+        self.other_label = self.text.add(size=9, role="neutral", anchor=(1.03, 0.5))
         item.addItem(self.text)
         self._x_max = 0.0
         self.add_plot(self.timeline, 1)
@@ -130,6 +134,18 @@ class MultiNodeView(FigureView):
         else:
             self.bound.set_data([], [])
             self.bound_label.setVisible(False)
+        other, name = ((out.flat, "flat ring") if scheme == "hierarchical"
+                       else (out.hierarchical, "hierarchy"))
+        chosen = out.chosen(scheme)
+        if abs(other.total - chosen.total) > 0.01 * chosen.total:
+            x = other.total / MS
+            self.other_end.set_data([x, x], [-0.5, network + 0.5])
+            self.other_label.setText(f"{name} ends at {time_text(other.total)}")
+            self.other_label.setPos(x, -0.6 + (1 - BOX_HEIGHT) / 4)  # above the top lane
+            self.other_label.setVisible(True)
+        else:
+            self.other_end.set_data([], [])
+            self.other_label.setVisible(False)
 
     def _draw_bandwidth(self, out: MultiNodeOut) -> None:
         hier, flat = out.busbw_hierarchical / GB, out.busbw_flat / GB
