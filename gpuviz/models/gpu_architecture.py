@@ -455,8 +455,8 @@ def warp_schedule(warps: int, issue_cycles: int, memory_latency: int) -> WarpSch
 
 
 class WarpSchedulerModel(AnimatedModel):
-    """Figure 1.2: one warp scheduler hides memory latency by switching warps. Each warp
-    issues for c cycles, then waits L cycles for memory. Warps needed = 1 + ceil(L / c);
+    """Figure 1.2: one warp scheduler hides memory latency by switching warps. A warp
+    computes for c cycles, then sits L cycles waiting on memory. Warps needed = 1 + ceil(L / c);
     with fewer, the scheduler idles 1 - n c / (c + L) of the time. Play draws the schedule
     up to a moving playhead (`t`, in cycles); Step jumps to the end of the next burst."""
 

@@ -1,4 +1,5 @@
-"""Figure 5.3: one mixed-precision training step as boxes coloured by format."""
+"""Figure 5.3: the steps of mixed-precision training as a loop of boxes, each filled with
+the colour of the number format it works in."""
 
 from __future__ import annotations
 
@@ -46,12 +47,12 @@ class TrainingStepView(FigureView):
         box.addItem(self.boxes)
         self.legend = CellGrid(font_size=10)
         box.addItem(self.legend)
-        widget.setToolTip("Click a box to read why it has its format")
+        widget.setToolTip("Pick a step to see the reason for its number format")
         self._keys: list[str] = []
         self._slots = 0
         self.add_plot(widget, 3)
 
-        self.why = TextPanel(5.5, accessible_name="Why the selected step has its format")
+        self.why = TextPanel(5.5, accessible_name="The reason for the chosen step's format")
         self.add_plot(self.why, 0)
 
     def _on_click(self, index: int) -> None:

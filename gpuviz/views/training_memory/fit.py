@@ -15,8 +15,7 @@ from gpuviz.core.text import PlacedTextLayer
 from gpuviz.core.widgets import TextTable
 from gpuviz.models.training_memory import COMPONENTS, FIXES, effect_phrase, gb_text
 
-# Weights blue, gradients yellow, optimizer states violet, activations orange, logits
-# magenta.
+# The role of each part of COMPONENTS, bottom of the stack first.
 COMPONENT_ROLES = ("compute", "onchip", "idle", "memory", "highlight")
 BARS = ("as set", "with the fixes")
 BAR = 0.5

@@ -120,7 +120,8 @@ class LayerActivationsView(FigureView):
             item = out.items[out.done - 1]
             text = (f"{item.op} keeps its {item.label.lower()} for the backward pass: "
                     f"{unit_text(item, out.units[out.done - 1], bool(out.kept[out.done - 1]))}"
-                    f". Press Next, or click an operation.")
+                    f". Next (or a click on a row) goes on.")
         else:
-            text = "Press Next (or click an operation) to add the tensors one by one."
+            text = ("Nothing stored yet. Step with Next, or pick a row: each operation "
+                    "puts down what its backward pass will read.")
         self.message.show_message(text)
