@@ -255,6 +255,7 @@ class Countdown(QWidget):
         self.setStyleSheet("#kioskCover { background-color: rgba(0, 0, 0, 150); }"
                            "#kioskCard { background-color: palette(window); "
                            "border: 3px solid palette(highlight); border-radius: 10px; }")
+
     def set_seconds(self, seconds: int) -> None:
         unit = "second" if seconds == 1 else "seconds"
         self.label.setText(f"The figures go back to the start in {seconds} {unit}.")

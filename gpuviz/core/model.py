@@ -152,11 +152,10 @@ class Parameter:
             if self.free_text is not None:
                 return "allowed: " + (self.free_text.__doc__ or "text").strip().split("\n")[0]
             return "allowed: " + ", ".join(self.choice_values())
-        unit = ("" if not self.unit else self.unit if self.unit in ("%", "×")
-                else f" {self.unit}")  # as format_value writes it: 64×, 12%, 10 σ
         kind = "a whole number" if self.kind is int else "a number"
         step = f" in steps of {_plain(self.step)}" if self.step and self.step != 1 else ""
-        return f"allowed: {kind} from {_plain(self.minimum)} to {_plain(self.maximum)}{unit}{step}"
+        top = with_unit(_plain(self.maximum), self.unit)
+        return f"allowed: {kind} from {_plain(self.minimum)} to {top}{step}"
 
     def _parse_bool(self, text: str) -> bool:
         lowered = text.strip().lower()
@@ -230,10 +229,10 @@ def format_value(value: float | int | str, unit: str = "", digits: int = 3,
                  decimals: int | None = None) -> str:
     """Human text for a number: thousands separators for integers, `digits` significant
     digits otherwise (×10ⁿ beyond 10⁷ and below 10⁻³), a true minus sign, and the unit
-    after a space (singular after exactly 1: "1 warp", "2 warps"); a ratio (unit ×) has
-    two decimals below 100. `decimals` fixes the
-    places after the point instead (a slider in steps of 0.05 reads 0.50, never 0.5000)."""
-    if unit == "×" and decimals is None and isinstance(value, float):
+    after a space (singular after exactly 1: "1 warp", "2 warps"); a ratio (a unit that
+    starts with ×: "×", "× d") has two decimals below 100. `decimals` fixes the places
+    after the point instead (a slider in steps of 0.05 reads 0.50, never 0.5000)."""
+    if unit.startswith("×") and decimals is None and isinstance(value, float):
         decimals = 2 if abs(value) < 100 else 0  # every ratio alike: 1.00×, 1.43×, 13.86×
     if isinstance(value, str):
         body = value
@@ -254,12 +253,16 @@ def format_value(value: float | int | str, unit: str = "", digits: int = 3,
         rounded = float(f"{value:.{max(digits - 1, 0)}e}")
         decimals = max(digits - 1 - int(math.floor(math.log10(abs(rounded)))), 0) if value else 0
         body = signed(f"{value:,.{decimals}f}")
+    return with_unit(body, singular(unit) if body == "1" else unit)
+
+
+def with_unit(number: str, unit: str) -> str:
+    """A written number and its unit, as every number is written: after a space (10 σ),
+    but % and × right after the number (12%, 92.3% of time, 64×)."""
     if not unit:
-        return body
-    if body == "1":
-        unit = singular(unit)
-    tight = unit in ("%", "×") or unit.startswith("% ")  # 92.3% of time
-    return f"{body}{'' if tight else ' '}{unit}"
+        return number
+    tight = unit in ("%", "×") or unit.startswith("% ")
+    return f"{number}{'' if tight else ' '}{unit}"
 
 
 def singular(word: str) -> str:

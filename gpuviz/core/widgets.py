@@ -118,11 +118,10 @@ class ParameterSlider(BoundControl):
         super().__init__(model, name, parent)
         p = self.param
         # A slider in fractional steps shows as many places as its step: 0.05 -> "0.50";
-        # a ratio keeps the two places every ratio has (4.00 × d, not 4.0000 × d).
+        # a ratio has the places of every ratio (format_value: 4.00 × d, not 4.0000 × d).
         self._decimals = (decimal_places(p.step) if p.step and not p.log
-                          and not float(p.step).is_integer() else None)
-        if self._decimals is not None and p.unit.startswith("×"):
-            self._decimals = min(self._decimals, 2)
+                          and not float(p.step).is_integer() and not p.unit.startswith("×")
+                          else None)
         self.label = QLabel(p.label)
         self.value_label = QLabel()
         self.value_label.setTextFormat(Qt.PlainText)

@@ -511,11 +511,10 @@ class WarpSchedulerModel(AnimatedModel):
         return {
             "warps_needed": Readout("Warps needed, 1 + ⌈L/c⌉", out.warps_needed, "warps"),
             # One decimal, as the formula and the comment write them (90.0%, not 90%).
-            "idle_formula": Readout("Idle, formula", round(100 * out.idle_share_formula, 1),
-                                    "%", decimals=1),
-            "idle_simulated": Readout("Idle, simulated",
-                                      round(100 * out.idle_share_simulated, 1), "%",
-                                      decimals=1),
+            "idle_formula": Readout("Idle, formula", 100 * out.idle_share_formula, "%",
+                                    decimals=1),
+            "idle_simulated": Readout("Idle, simulated", 100 * out.idle_share_simulated,
+                                      "%", decimals=1),
             "period": Readout("Period", out.period, "cycles"),
             "cycle": Readout("Playhead", round(self.t), "cycles"),
         }

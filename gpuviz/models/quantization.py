@@ -655,6 +655,16 @@ def format_point(tokens: int, k: int, m: int, bits: float, roof: Roof) -> Format
                        roofline_time(flops, nbytes, roof.peak, roof.bandwidth))
 
 
+# Three places, not the two of other ratios: 3.873 against 16 / 4.125 = 3.879 is the
+# lesson's point, and so is exactly 1.000 at prefill.
+SPEEDUP_DECIMALS = 3
+
+
+def speedup_text(speedup: float) -> str:
+    """W4's speed-up over W16 as figure 11.5 writes it everywhere: 3.873×."""
+    return format_value(speedup, "×", decimals=SPEEDUP_DECIMALS)
+
+
 class W4A16Model(FigureModel):
     """Figure 11.5: one weight matmul (n x k) @ (k x m) on the H100 BF16 roofline (the
     Lesson 2 model, time = max(FLOPs / peak, bytes / bandwidth)). W16 stores 16 bits per
@@ -696,8 +706,8 @@ class W4A16Model(FigureModel):
         return {
             "shape": Readout("Weight k × m", f"{out.k:,} × {out.m:,}"),
             "w4_bits": Readout("W4 bits per weight", out.points[W4].bits, digits=4),
-            # Three decimals always: "1.000×" at prefill is the point, not "1×".
-            "speedup": Readout("Speed-up W4 over W16", out.speedup, "×", decimals=3),
+            "speedup": Readout("Speed-up W4 over W16", out.speedup, "×",
+                               decimals=SPEEDUP_DECIMALS),
             "selected": Readout("Selected point", name),
             "time": time_readout(f"Minimum time ({name})", p.time.time),
             "bound": Readout("Bound", f"{p.time.bound}-bound"),
@@ -713,6 +723,6 @@ class W4A16Model(FigureModel):
         if a.bound == COMPUTE_BOUND and b.bound == COMPUTE_BOUND:
             return (f"n = {out.tokens:,}: both points are compute-bound "
                     f"({time_text(a.time)}); fewer weight bytes buy nothing, the speed-up "
-                    f"is {out.speedup:.3f}×.")
+                    f"is {speedup_text(out.speedup)}.")
         return (f"n = {out.tokens:,}: W16 takes {time_text(a.time)} ({a.bound}-bound), "
-                f"W4 {time_text(b.time)} ({b.bound}-bound): {out.speedup:.3f}× faster.")
+                f"W4 {time_text(b.time)} ({b.bound}-bound): {speedup_text(out.speedup)} faster.")

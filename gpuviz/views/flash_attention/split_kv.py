@@ -133,7 +133,6 @@ class SplitKVView(FigureView):
                     f"{format_value(sp.merge_time * 1e6, 'µs')}. ")
         share = 100 * sp.stream_bandwidth / s.hbm_bandwidth
         self.message.show_message(
-            hint + f"The busy SMs draw {format_value(share, '%')} of HBM's bandwidth "
-            f"(one SM at most "
-            f"{format_value(s.sm_bandwidth / 1e9, 'GB/s')}). Speed-up over no splitting: "
-            f"{format_value(s.speedup, '×')}.")
+            hint + f"The busy SMs draw {format_value(share, '%')} of HBM's bandwidth (one "
+            f"SM at most {format_value(s.sm_bandwidth / 1e9, 'GB/s')}). Speed-up over no "
+            f"splitting: {format_value(s.speedup, '×')}.")

@@ -14,7 +14,7 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges, set_log_ticks, set_time_ticks
 from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget, text_item
 from gpuviz.core.text import TextLayer
-from gpuviz.models.quantization import COMPUTE_BOUND, TOKENS_MAX, W4, W16
+from gpuviz.models.quantization import COMPUTE_BOUND, TOKENS_MAX, W4, W16, speedup_text
 
 X_RANGE = (-0.5, 4.0)  # log10 FLOP/B
 Y_RANGE = (12.0, 15.5)  # log10 FLOP/s
@@ -149,7 +149,7 @@ class W4A16View(FigureView):
         self.n_line.set_data([n, n], [low, high])
         times = [math.log10(out.points[k].time.time) for k in FORMAT_KEYS]
         self.time_marks.set_points([n, n], times)
-        self.speedup_label.setText(f"{out.speedup:.3f}×")
+        self.speedup_label.setText(speedup_text(out.speedup))
         if out.points[W4].time.bound == COMPUTE_BOUND:
             # W4's line rises from here: above and left of the upper mark stays clear.
             self.speedup_label.setAnchor((1.1, 1.1))
