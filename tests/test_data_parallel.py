@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpuviz.core.schedule import Task, schedule
 from gpuviz.models import data_parallel as dp
-from gpuviz.models.schedule import Task, schedule
 
 PSI = 7.5e9  # the ZeRO paper's example: 7.5 B parameters on 64 GPUs
 

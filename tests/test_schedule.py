@@ -1,4 +1,4 @@
-"""The task scheduler shared by the timeline figures (gpuviz.models.schedule)."""
+"""The task scheduler shared by the timeline figures (gpuviz.core.schedule)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuviz.models.schedule import Task, chain, schedule
+from gpuviz.core.schedule import Task, chain, schedule
 
 
 def test_one_stream_runs_its_tasks_back_to_back():

@@ -7,8 +7,8 @@ from PySide6.QtCore import QPointF
 
 from gpuviz import theme
 from gpuviz.core.plots import plot_widget
+from gpuviz.core.schedule import Task, chain, schedule
 from gpuviz.core.timeline import Timeline
-from gpuviz.models.schedule import Task, chain, schedule
 
 
 def _timeline(qtbot, lanes=("compute", "network")):

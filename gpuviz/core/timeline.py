@@ -5,7 +5,7 @@ Built on two CellGrids (idle shading behind, boxes in front) and a Segment, so h
 boxes cost one paint call each and a refresh that only moves the playhead repaints one
 line. Thousands of boxes too thin to see apart (under 1/400 of the time shown) are drawn
 as one box per run of touching boxes of one colour; a click still reads the box under the
-cursor. Feed it arrays (`set_boxes`, `set_idle`) or a `gpuviz.models.schedule.Schedule`
+cursor. Feed it arrays (`set_boxes`, `set_idle`) or a `gpuviz.core.schedule.Schedule`
 (`show_schedule`). Lanes run top to bottom in the order given; time runs to the right in
 the plot's x unit (the figure picks it: seconds, ms, steps)."""
 
@@ -21,7 +21,7 @@ from PySide6.QtGui import QColor
 from gpuviz import theme
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen
-from gpuviz.models.schedule import Schedule, Task
+from gpuviz.core.schedule import Schedule, Task
 
 BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
 MERGE_ABOVE = 300  # boxes; fewer are always drawn one by one

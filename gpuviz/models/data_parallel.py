@@ -30,13 +30,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuviz.core.model import FigureModel, Parameter, PlayheadModel, Readout
+from gpuviz.core.schedule import Schedule, Task, schedule
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
 from gpuviz.models.alpha_beta import collective_cost, ring_allreduce_time
 from gpuviz.models.memory import ModelStates, model_state_bytes
 from gpuviz.models.roofline import time_readout, time_text
-from gpuviz.models.schedule import Schedule, Task, schedule
 
 GB = 1e9
 MB = 1e6
