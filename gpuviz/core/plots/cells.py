@@ -1,0 +1,258 @@
+"""CellGrid: one graphics item that paints any number of coloured cells, with their
+outlines, hatching and centred texts, in a single paint() call; and grid_rects to place them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QStaticText, QTransform
+
+from gpuviz import theme
+from gpuviz.core.plots.look import composite, hatch_brush, pixel_size
+
+
+class CellGrid(pg.GraphicsObject):
+    """Rectangles with fills, optional outlines and optional centred text, all painted in
+    one call. Update with `set_cells`; click a cell to get `clicked(index)`.
+
+    Idle cells (filled with the idle role) are hatched unless `hatch` says otherwise, and
+    so is any cell `hatch` marks (waste); cell texts take the text or background colour,
+    whichever reads on their fill, unless a `text_color` is given. A text wider or taller
+    than its cell is left out rather than clipped or spilled over its neighbours.
+
+    One-line cell texts are cached as laid-out QStaticTexts placed with numpy: drawText
+    lays a string out again on every call (about 25 µs each), milliseconds for a labelled
+    grid. Texts of several lines (a few titles) still go through drawText.
+"""
+
+    clicked = Signal(int)
+    clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
+
+    def __init__(self, font_size: float = 8.0, fit_texts: bool = True) -> None:
+        """fit_texts=False: draw every text even where it overflows its cell (labels
+        with no fill beside a grid, whose cells only place them)."""
+        super().__init__()
+        self._fit_texts = fit_texts
+        self._rects: list[QRectF] = []
+        self._array = np.zeros((0, 4))
+        self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
+        self._hatch_groups: list[tuple[QBrush, np.ndarray]] = []
+        self._text_inks: list[QColor] = []
+        self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
+        self._static: dict[str, tuple[QStaticText, float, float]] = {}
+        self._text_rows = np.zeros(0, dtype=int)
+        self._text_list: list[QStaticText] = []
+        self._text_sizes = np.zeros((0, 2))
+        self._multiline: list[tuple[QRectF, str, QColor]] = []
+        self._bounds = QRectF()
+        self._outline_width = 1.0
+        self._outline_base = 1.0
+        self._outline_style = Qt.SolidLine
+        self._font_size = font_size
+        self._font = theme.font(font_size)
+        self._text_color: QColor | None = None
+        self._texts: list[str] = []
+        self._fills: list[QColor | None] = []
+
+    def apply_look(self) -> None:
+        """Take the current look's font and line sizes (the texts are laid out again)."""
+        self._font = theme.font(self._font_size)
+        self._static.clear()
+        self._outline_width = theme.line_width(self._outline_base)
+        self._lay_out_texts()
+        self.update()
+
+    def text_sizes(self) -> list[tuple[str, float]]:
+        """Every cell text drawn, with its font's pixel size (for tests)."""
+        return [(text, pixel_size(self._font)) for text in self._texts if text]
+
+    def set_cells(self, rects: np.ndarray, fills: Sequence[QColor | None],
+                  outlines: Sequence[QColor | None] | None = None,
+                  texts: Sequence[str] | None = None, outline_width: float = 1.5,
+                  text_color: QColor | None = None,
+                  outline_style: Qt.PenStyle = Qt.SolidLine,
+                  hatch: Sequence[bool] | None = None,
+                  hatch_ink: QColor | None = None) -> None:
+        """rects: array (n, 4) of x, y, width, height in data units. outline_style dashes
+        the outlines (Qt.DashLine), e.g. for cells being sent. hatch: which cells are
+        hatched (default: those filled with the idle role), in `hatch_ink` (default: what
+        contrasts with the fill). text_color: one colour for every text (default: per
+        cell, the one that reads on its fill)."""
+        array = np.asarray(rects, dtype=float).reshape(-1, 4)
+        if not np.array_equal(array, self._array):
+            # Most refreshes only recolour; rebuild the rectangles only when they move.
+            self.prepareGeometryChange()
+            self._array = array.copy()
+            self._rects = [QRectF(*row) for row in array.tolist()]
+            if len(array):
+                x0, y0 = array[:, 0].min(), array[:, 1].min()
+                x1 = (array[:, 0] + array[:, 2]).max()
+                y1 = (array[:, 1] + array[:, 3]).max()
+                self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
+            else:
+                self._bounds = QRectF()
+        self._fill_groups = _group(self._rects, fills)
+        if hatch is None:
+            idle = theme.color("idle").rgb()
+            hatch = [fill is not None and fill.rgb() == idle for fill in fills]
+        hatched: dict[int, tuple[QColor, list[int]]] = {}
+        for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
+            if on and fill is not None:
+                hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
+        self._hatch_groups = [(hatch_brush(fill, hatch_ink), self._array[rows])
+                              for fill, rows in hatched.values()]
+        self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
+        if texts is not None and len(texts) != len(self._rects):
+            raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
+        self._texts = list(texts) if texts is not None else []
+        self._fills = list(fills)
+        self._text_color = text_color
+        self._lay_out_texts()
+        self._outline_base = outline_width
+        self._outline_width = theme.line_width(outline_width)
+        self._outline_style = outline_style
+        self.update()
+
+    def _lay_out_texts(self) -> None:
+        texts = self._texts
+        multiline = "\n" in "".join(texts)
+        rows = [i for i, text in enumerate(texts) if text and not (multiline and "\n" in text)]
+        self._text_rows = np.asarray(rows, dtype=int)
+        static = self._prepare_texts({texts[i] for i in rows})
+        entries = [static[texts[i]] for i in rows]
+        self._text_list = [entry[0] for entry in entries]
+        self._text_sizes = np.array([entry[1:] for entry in entries],
+                                    dtype=float).reshape(-1, 2)
+        lines = [i for i, text in enumerate(texts) if "\n" in text] if multiline else []
+        fills, text_color = self._fills, self._text_color
+        if text_color is not None:
+            inks = [text_color] * len(texts)
+        else:  # one ink per distinct fill
+            background, by_fill = theme.color("background"), {}
+            inks = []
+            for fill in fills:
+                key = fill.rgba() if fill is not None else None
+                if key not in by_fill:
+                    by_fill[key] = theme.readable_on(composite(fill, background))
+                inks.append(by_fill[key])
+        self._text_inks = [inks[i] for i in rows]
+        self._multiline = [(self._rects[i], texts[i], inks[i]) for i in lines]
+
+    def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
+        """The cache of laid-out texts, holding every one of `texts`."""
+        missing = texts.difference(self._static)
+        if len(self._static) + len(missing) > 4096:  # texts that follow a slider
+            self._static.clear()
+            missing = texts
+        for text in missing:
+            static = QStaticText(text)
+            static.setTextFormat(Qt.PlainText)
+            static.prepare(QTransform(), self._font)
+            size = static.size()
+            self._static[text] = (static, size.width(), size.height())
+        return self._static
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        painter.setRenderHint(QPainter.Antialiasing, False)
+        painter.setPen(Qt.NoPen)
+        for fill, rects in self._fill_groups:
+            painter.setBrush(fill)
+            painter.drawRects(rects)
+        if self._hatch_groups:
+            self._paint_hatches(painter)
+        painter.setBrush(Qt.NoBrush)
+        for outline, rects in self._outline_groups:
+            qpen = QPen(outline)
+            qpen.setCosmetic(True)
+            qpen.setWidthF(self._outline_width)
+            qpen.setStyle(self._outline_style)
+            painter.setPen(qpen)
+            painter.drawRects(rects)
+        if not self._text_list and not self._multiline:
+            return
+        # Text is drawn in device pixels so it keeps its size whatever the zoom. The view
+        # only scales and translates: map all the cells in one go, centring each text
+        # where drawText(rect, AlignCenter) puts it.
+        t = painter.transform()
+        cells = self._array[self._text_rows]
+        x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
+        y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
+        # A text that does not fit its cell (in pixels, now) is left out, not clipped.
+        if self._fit_texts:
+            fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) + 1)
+                    & (self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2)).tolist()
+        else:
+            fits = [True] * len(self._text_list)
+        painter.save()
+        painter.resetTransform()
+        painter.setFont(self._font)
+        draw = painter.drawStaticText
+        ink = None
+        for px, py, static, color, fit in zip(x.tolist(), y.tolist(), self._text_list,
+                                              self._text_inks, fits, strict=True):
+            if not fit:
+                continue
+            if color is not ink:
+                ink = color
+                painter.setPen(color)
+            draw(QPointF(px, py), static)
+        for rect, text, color in self._multiline:  # in the ink that reads on their fill
+            painter.setPen(color)
+            painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)
+        painter.restore()
+
+    def _paint_hatches(self, painter: QPainter) -> None:
+        """Hatching over the hatched cells, drawn in device pixels."""
+        t = painter.transform()
+        painter.save()
+        painter.resetTransform()
+        for hatching, cells in self._hatch_groups:
+            x0 = t.m11() * cells[:, 0] + t.dx()
+            y0 = t.m22() * cells[:, 1] + t.dy()
+            x1 = t.m11() * (cells[:, 0] + cells[:, 2]) + t.dx()
+            y1 = t.m22() * (cells[:, 1] + cells[:, 3]) + t.dy()
+            painter.setBrush(hatching)
+            painter.drawRects([QRectF(QPointF(a, b), QPointF(c, d)).normalized()
+                               for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(),
+                                                     y1.tolist(), strict=True)])
+        painter.restore()
+
+    def index_at(self, point: QPointF) -> int:
+        for index, rect in enumerate(self._rects):
+            if rect.contains(point):
+                return index
+        return -1
+
+    def mouseClickEvent(self, event: object) -> None:
+        index = self.index_at(event.pos())
+        if index >= 0:
+            event.accept()
+            self.clicked.emit(index)
+            self.clicked_at.emit(event.pos())
+
+
+
+def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:
+    groups: dict[int, tuple[QColor, list[QRectF]]] = {}
+    for rect, qcolor in zip(rects, colors, strict=True):
+        if qcolor is None:
+            continue
+        groups.setdefault(qcolor.rgba(), (qcolor, []))[1].append(rect)
+    return list(groups.values())
+
+
+def grid_rects(count: int, columns: int, *, x0: float = 0.0, y0: float = 0.0,
+               size: float = 1.0, gap: float = 0.1) -> np.ndarray:
+    """Positions of `count` square cells laid out row by row, `columns` per row."""
+    index = np.arange(count)
+    rects = np.empty((count, 4))
+    rects[:, 0] = x0 + (index % columns) * size
+    rects[:, 1] = y0 + (index // columns) * size
+    rects[:, 2:] = size - gap
+    return rects

@@ -1,0 +1,121 @@
+"""The current look's pens, brushes and fills: opaque blends, heat-map shades, the
+hatching of idle and wasted cells, and the pixel size of a font."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QLineF, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
+
+from gpuviz import theme
+
+
+def pen(role: str, width: float = 2.0, style: Qt.PenStyle = Qt.SolidLine) -> QPen:
+    qpen = pg.mkPen(theme.color(role), width=theme.line_width(width))
+    qpen.setStyle(style)
+    return qpen
+
+
+def brush(role: str, alpha: int = 255) -> pg.QtGui.QBrush:
+    return pg.mkBrush(theme.color(role, alpha))
+
+
+def opaque_blend(role: str, alpha: int, under: str = "background") -> QColor:
+    """The opaque colour that `role` at `alpha` shows over the plain `under` colour:
+    identical on screen, but filled without blending."""
+    top, bottom = theme.color(role), theme.color(under)
+    a = alpha / 255
+    return QColor(*(round(a * t + (1 - a) * b) for t, b in
+                    ((top.red(), bottom.red()), (top.green(), bottom.green()),
+                     (top.blue(), bottom.blue()))))
+
+
+HEAT_LEVELS = 24
+HEAT_FLOOR = 24  # alpha of the palest shade
+
+
+def heat_colors(values: np.ndarray, top: float, role: str,
+                levels: int = HEAT_LEVELS) -> list[QColor]:
+    """Fills for a heat map: each value's share of `top` (clipped to 0..1) picks one of
+    `levels` opaque shades from the background to the role's colour. Few distinct
+    colours keep CellGrid's paint to a few fill groups."""
+    shade = np.clip(np.asarray(values, dtype=float).ravel() / top if top > 0 else 0.0,
+                    0.0, 1.0)
+    index = np.rint(shade * (levels - 1)).astype(int)
+    palette = _heat_palette(role, levels, theme.current().name)
+    return [palette[i] for i in index.tolist()]
+
+
+@functools.cache
+def _heat_palette(role: str, levels: int, theme_name: str) -> tuple[QColor, ...]:
+    # theme_name is part of the key: a new look gets its own shades. The palest shade
+    # keeps a tint, so a zero cell still shows as a cell on the background.
+    low = HEAT_FLOOR
+    return tuple(opaque_blend(role, round(low + (255 - low) * i / (levels - 1)))
+                 for i in range(levels))
+
+
+HATCH_ALPHA = 130  # of the hatch lines over their fill
+
+
+UNTOUCHED_ALPHA = 60  # of the neutral grey over the background, for data not yet touched
+
+
+def untouched() -> QColor:
+    """The one fill of cells that nothing has read or written yet (3.2, 3.3, 4.2...)."""
+    return opaque_blend("neutral", UNTOUCHED_ALPHA)
+
+
+def hatched_by_default(fill: QColor | None) -> bool:
+    """Whether a cell of this fill is hatched when the caller does not say: idle hardware
+    is, in every figure, so it reads as idle in greyscale and for colour-blind viewers."""
+    return fill is not None and fill.rgb() == theme.color("idle").rgb()
+
+
+def hatch_brush(fill: QColor, ink: QColor | None = None) -> QBrush:
+    """Diagonal hatching over `fill`, in device pixels (its spacing does not change with the
+    zoom): lines in `ink`, by default the text or background colour, whichever contrasts
+    with the fill."""
+    ink = theme.readable_on(fill) if ink is None else ink
+    return _hatch_brush(theme.current().name, ink.rgb(), max(1.0, theme.line_width(0.6)))
+
+
+_HATCHES: dict[tuple, QBrush] = {}
+
+
+def _hatch_brush(look: str, ink: int, width: float) -> QBrush:
+    key = (look, ink, width)
+    if key not in _HATCHES:
+        step = max(6, round(6 * width))  # one line every `step` pixels, along both axes
+        pixmap = QPixmap(step, step)
+        pixmap.fill(Qt.transparent)
+        painter = QPainter(pixmap)
+        painter.setRenderHint(QPainter.Antialiasing, True)
+        color = QColor(ink)
+        color.setAlpha(HATCH_ALPHA)
+        painter.setPen(QPen(color, max(1.0, width)))
+        # "/" lines; the copies one tile left and right keep the seams joined.
+        for shift in (-step, 0, step):
+            painter.drawLine(QLineF(shift, step, shift + step, 0))
+        painter.end()
+        _HATCHES[key] = QBrush(pixmap)
+    return _HATCHES[key]
+
+
+def composite(fill: QColor | None, under: QColor) -> QColor:
+    """What a translucent fill looks like over `under` (the background when None)."""
+    if fill is None:
+        return under
+    a = fill.alphaF()
+    return QColor.fromRgbF(*(a * f + (1 - a) * u for f, u in
+                             ((fill.redF(), under.redF()), (fill.greenF(), under.greenF()),
+                              (fill.blueF(), under.blueF()))))
+
+
+def pixel_size(qfont: pg.QtGui.QFont) -> float:
+    """A font's size in pixels (points at the screen's 96 dpi, as Qt's offscreen and X11
+    screens have by default)."""
+    return qfont.pixelSize() if qfont.pixelSize() > 0 else qfont.pointSizeF() * 96 / 72

@@ -1,0 +1,180 @@
+"""Stand-ins for pyqtgraph items that run Python on every repaint (TextItem,
+ScatterPlotItem, InfiniteLine, PlotDataItem): `text_item`, `Dots`, `Segment`, `curve`
+(a `Curve`). Their setters do nothing when nothing changed, so a refresh repaints only
+what moved."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QPainterPath, QPen, QPixmap
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsPathItem,
+    QGraphicsPixmapItem,
+)
+
+from gpuviz import theme
+from gpuviz.core.text import PixelText
+
+
+def text_item(text: str = "", role: str = "text", size: float | None = 10, bold: bool = False,
+              anchor: tuple[float, float] = (0, 0)) -> PixelText:
+    """A plot label placed like pg.TextItem but painted by Qt alone (see gpuviz.core.text)."""
+    return PixelText(text, role, size, bold, anchor)
+
+
+class Dots:
+    """Round markers `size` pixels across at data points: the very pixmap pyqtgraph's
+    scatter plots draw for symbol "o", one Qt pixmap item per point, with no Python paint.
+    Points that are not finite are hidden."""
+
+    def __init__(self, view: pg.ViewBox | pg.PlotItem, count: int, size: float,
+                 brushes: Sequence[QColor] | QColor, outline: QPen | None = None) -> None:
+        if isinstance(brushes, QColor):
+            brushes = [brushes] * count
+        outline = outline if outline is not None else QPen(Qt.NoPen)
+        self.items: list[QGraphicsPixmapItem] = []
+        self._points: tuple = ()
+        self._shown = True
+        for fill in brushes:
+            item = _Dot(size, outline, pg.mkBrush(fill))
+            view.addItem(item)
+            self.items.append(item)
+
+    def set_points(self, xs: Iterable[float], ys: Iterable[float]) -> None:
+        points = tuple(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
+        if points == self._points:
+            return
+        self._points = points
+        for item, (x, y) in zip(self.items, points, strict=True):
+            visible = self._shown and bool(np.isfinite(x) and np.isfinite(y))
+            item.setVisible(visible)
+            if visible:
+                item.setPos(QPointF(x, y))
+
+    def setVisible(self, visible: bool) -> None:  # noqa: N802 - Qt naming
+        self._shown = visible
+        for item, (x, y) in zip(self.items, self._points or [(0.0, 0.0)] * len(self.items),
+                                strict=True):
+            item.setVisible(visible and bool(np.isfinite(x) and np.isfinite(y)))
+
+    def setZValue(self, z: float) -> None:  # noqa: N802 - Qt naming
+        for item in self.items:
+            item.setZValue(z)
+
+
+class _Dot(QGraphicsPixmapItem):
+    """One marker of Dots, drawn anew at the look's size."""
+
+    def __init__(self, size: float, outline: QPen, fill: pg.QtGui.QBrush) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        self._symbol = (size, outline, fill)
+        self._drawn_at = 0.0
+        self.apply_look()
+
+    def apply_look(self) -> None:
+        scale = theme.screen_scale()
+        if scale != self._drawn_at:
+            self._drawn_at = scale
+            size, outline, fill = self._symbol
+            image = renderSymbol("o", size * scale, outline, fill)
+            self.setPixmap(QPixmap.fromImage(image))
+            self.setOffset(-image.width() / 2, -image.height() / 2)
+
+
+class Segment(QGraphicsLineItem):
+    """A straight line in data units with a cosmetic pen: a static InfiniteLine.
+
+    QGraphicsLineItem pads its bounding rectangle by half the pen width in *data* units,
+    which on a log axis is a band hundreds of pixels wide that gets repainted whenever the
+    line moves; `set_line` takes the size of a pixel instead, so only a thin strip is."""
+
+    def __init__(self, qpen: QPen) -> None:
+        super().__init__()
+        self.setPen(qpen)
+        self._line = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        self._bounds = QRectF()
+
+    def set_line(self, x0: float, y0: float, x1: float, y1: float,
+                 pixel: tuple[float, float] = (0.0, 0.0)) -> None:
+        """pixel: the width and height of a screen pixel in data units."""
+        line = (float(x0), float(y0), float(x1), float(y1), float(pixel[0]), float(pixel[1]))
+        if line == self._line:
+            return
+        self._line = line
+        self.prepareGeometryChange()
+        pad_x = 3 * abs(line[4]) if np.isfinite(line[4]) else 0.0
+        pad_y = 3 * abs(line[5]) if np.isfinite(line[5]) else 0.0
+        self._bounds = QRectF(QPointF(x0, y0), QPointF(x1, y1)).normalized().adjusted(
+            -pad_x, -pad_y, pad_x, pad_y)
+        self.setLine(QLineF(*line[:4]))
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        return self._bounds
+
+
+class Curve(QGraphicsPathItem):
+    """A line through (x, y) points in data coordinates, painted by Qt alone.
+
+    pg.PlotCurveItem runs Python on every repaint (bounds, pixel padding, the path),
+    about 0.2-0.3 ms per curve each time its plot repaints; this item builds its path
+    once per `set_data`. NaN points leave gaps. In a log-mode plot give it log10 data.
+    Its legend row: `Legend.add_line(label, the same pen)`."""
+
+    def __init__(self, qpen: QPen) -> None:
+        super().__init__()
+        self._qpen: QPen | None = None
+        self._xy: tuple[np.ndarray, np.ndarray] | None = None
+        self._data_bounds = QRectF()
+        self._pad = 0.0
+        self.setPen(qpen)
+
+    def setPen(self, qpen: QPen) -> None:  # noqa: N802 - Qt naming
+        """The pen and the room it needs."""
+        if qpen == self.pen() and self._qpen is qpen:
+            return
+        self.prepareGeometryChange()
+        super().setPen(qpen)
+        self._qpen = qpen
+        # Room for the pen on every side, in pixels (Qt adds 2 more to repainted areas).
+        self._pad = max(0.0, qpen.widthF() / 2 - 1.5)
+
+    def set_data(self, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> None:
+        """Draw through these points; nothing happens when they are the ones shown."""
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if self._xy is not None and np.array_equal(self._xy[0], x, equal_nan=True) and (
+                np.array_equal(self._xy[1], y, equal_nan=True)):
+            return
+        self._xy = (x.copy(), y.copy())
+        path = pg.arrayToQPath(x, y, connect="finite") if len(x) else QPainterPath()
+        self.prepareGeometryChange()
+        self._data_bounds = path.controlPointRect()
+        self.setPath(path)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        # QGraphicsPathItem pads by the pen width in *data* units (on a log axis, a band
+        # hundreds of pixels wide) and strokes the path to find it: pad in pixels.
+        if not self._pad:
+            return self._data_bounds
+        transform = self.sceneTransform()
+        dx = self._pad / (abs(transform.m11()) or 1.0)
+        dy = self._pad / (abs(transform.m22()) or 1.0)
+        return self._data_bounds.adjusted(-dx, -dy, dx, dy)
+
+    def shape(self) -> QPainterPath:
+        return self.path()
+
+
+def curve(plot: pg.PlotItem, qpen: QPen) -> Curve:
+    """A Curve added to the plot."""
+    item = Curve(qpen)
+    plot.addItem(item)
+    return item
