@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuviz.core.schedule import Task, chain, schedule
+from gpuviz.core.schedule import Task, chain, schedule, schedule_at
 
 
 def test_one_stream_runs_its_tasks_back_to_back():
@@ -106,3 +107,83 @@ def test_invariants(tasks):
         assert sum(b - a for a, b in gaps) == pytest.approx(result.idle(resource), abs=eps)
         assert 0 <= result.waiting(resource) <= result.idle(resource) + eps
     assert result.step_time == pytest.approx(max(result.end))
+
+
+def test_a_task_waits_for_its_release_time():
+    """Requests arriving at 0, 5 and 6 on one server of 2 per request: the second waits
+    for its arrival, the third for the second."""
+    tasks = [Task(f"r{i}", "server", 2.0, release=at) for i, at in enumerate((0.0, 5.0, 6.0))]
+    result = schedule(tasks)
+    assert result.start.tolist() == [0.0, 5.0, 7.0]
+    assert result.idle_intervals("server") == [(2.0, 5.0)]
+    assert result.waiting("server") == 3.0
+
+
+def test_a_schedule_from_given_times_keeps_them_and_counts_overlap_once():
+    """A kernel nested in another and an overlapping copy: busy is the union."""
+    tasks = [Task("outer", "gpu", 4.0), Task("inner", "gpu", 1.0), Task("copy", "dma", 3.0),
+             Task("late", "gpu", 1.0)]
+    result = schedule_at(tasks, [1.0, 2.0, 3.0, 8.0])
+    assert result.end.tolist() == [5.0, 3.0, 6.0, 9.0]
+    assert result.busy("gpu") == 5.0 and result.idle("gpu") == 4.0
+    assert result.idle_intervals("gpu") == [(0.0, 1.0), (5.0, 8.0)]
+    # One device's two streams together: busy from 1 to 6 and from 8 to 9.
+    assert result.busy(("gpu", "dma")) == 6.0
+    assert result.idle_intervals(["gpu", "dma"]) == [(0.0, 1.0), (6.0, 8.0)]
+    assert result.on("gpu") == [0, 1, 3]
+
+
+def test_given_times_are_checked():
+    with pytest.raises(ValueError, match="start times"):
+        schedule_at([Task("a", "r", 1.0)], [1.0, 2.0])
+    with pytest.raises(ValueError, match="start times"):
+        schedule_at([Task("a", "r", 1.0)], [math.inf])
+    with pytest.raises(ValueError, match="release"):
+        schedule([Task("a", "r", 1.0, release=-1.0)])
+
+
+def test_level_holds_from_a_start_to_an_end():
+    """Two micro-batches: each held from its forward's start to its backward's end."""
+    tasks = chain("stage", [1.0, 1.0, 2.0, 2.0], "t")  # F0 F1 B0 B1 as t0..t3
+    result = schedule(tasks)
+    times, levels = result.level([("t0", "t2"), ("t1", "t3")])
+    assert times.tolist() == [0.0, 1.0, 4.0, 6.0]
+    assert levels.tolist() == [1, 2, 1, 0] and levels.dtype.kind == "i"
+    # Freed and taken at one instant: no dip. Amounts weight the spans.
+    times, levels = result.level([("t0", "t0"), ("t1", "t1")], amounts=[2.5, 1.0])
+    assert times.tolist() == [0.0, 1.0, 2.0] and levels.tolist() == [2.5, 1.0, 0.0]
+    assert [a.tolist() for a in result.level([])] == [[0.0], [0]]
+
+
+@pytest.mark.parametrize("spans, amounts, message", [
+    ([("t2", "t0")], 1, "ends before"),
+    ([("t0", "nope")], 1, "unknown"),
+    ([("t0", "t1")], -1, "negative"),
+])
+def test_bad_levels_are_refused(spans, amounts, message):
+    result = schedule(chain("r", [1.0, 1.0, 1.0], "t"))
+    with pytest.raises(ValueError, match=message):
+        result.level(spans, amounts)
+
+
+@given(task_sets(), st.data())
+def test_union_and_level_invariants(tasks, data):
+    """Given times (anything, overlaps included) and scheduled times alike: busy is at
+    most the step and at least the longest task, gaps and busy add up, and a level never
+    goes below 0 and ends at 0."""
+    starts = data.draw(st.lists(st.floats(0, 1e3), min_size=len(tasks),
+                                max_size=len(tasks)))
+    for result in (schedule(tasks), schedule_at(tasks, starts)):
+        eps = 1e-9 * max(1.0, result.step_time)
+        groups = [(r,) for r in result.resources] + [result.resources]
+        for group in groups:
+            busy = result.busy(group)
+            longest = max(t.duration for t in tasks if t.resource in group)
+            assert longest - eps <= busy <= result.step_time + eps
+            gaps = result.idle_intervals(group)
+            assert sum(b - a for a, b in gaps) == pytest.approx(result.idle(group), abs=eps)
+        spans = [(a.name, b.name) for a, b in zip(tasks, tasks[1:], strict=False)
+                 if result.end[result.index(b.name)] >= result.start[result.index(a.name)]]
+        times, levels = result.level(spans)
+        assert np.all(np.diff(times) > 0) and times[0] == 0.0
+        assert levels.min() >= 0 and levels[-1] == 0

@@ -3,17 +3,23 @@
 A small list scheduler for the timelines of Lessons 6, 8, 9, 10, 12 and 13. A resource is
 anything that runs one task at a time: a GPU's compute stream, its communication stream,
 a link, a CPU thread. Each resource runs its tasks in the order they are given, as a CUDA
-stream does; a task starts when its resource is free and every task it depends on has
-ended:
+stream does; a task starts when its resource is free, every task it depends on has
+ended, and its release time (a request's arrival) has come:
 
-    start(t) = max(end of the previous task on resource(t), max end(d) for d in after(t))
+    start(t) = max(release(t), end of the previous task on resource(t),
+                   max end(d) for d in after(t))
     end(t)   = start(t) + duration(t)
 
-The step time is the latest end. Everything a resource does not spend busy within the step
-is idle; `idle_intervals` lists those gaps (a figure shades them violet) and `waiting`
-counts the part of them spent waiting for another resource (the exposed time: e.g. a
-compute stream that stops while the last all-reduce runs). Durations are in any one unit
-(the figures use seconds); the scheduler never rounds.
+`schedule_at` takes the start times as given instead (a trace read back, a closed form).
+
+The step time is the latest end. Busy time is the union of a resource's tasks (or of
+several resources': one device's streams), so overlapping or nested tasks count once;
+the rest of the step is idle. `idle_intervals` lists those gaps (a figure shades them
+violet) and `waiting` counts the part of them spent waiting for another resource (the
+exposed time: e.g. a compute stream that stops while the last all-reduce runs). `level`
+counts what is held from one task's start to another's end (micro-batches stashed, KV
+blocks, gathered weights). Durations are in any one unit (the figures use seconds); the
+scheduler never rounds.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class Task:
     after: tuple[str, ...] = ()
     kind: str = ""  # what the figure colours it by (e.g. "compute", "network")
     label: str = ""  # the text drawn in its box; the name if empty
+    release: float = 0.0  # the earliest start (a request's arrival)
 
     @property
     def text(self) -> str:
@@ -57,23 +64,38 @@ class Schedule:
     def index(self, name: str) -> int:
         return self._index[name]
 
-    def on(self, resource: str) -> list[int]:
-        """Indices of the resource's tasks, in the order they run."""
-        return [i for i, task in enumerate(self.tasks) if task.resource == resource]
+    def on(self, resources: str | Iterable[str]) -> list[int]:
+        """Indices of the tasks of a resource (or of several), in the order they start
+        (ties in the order given)."""
+        wanted = {resources} if isinstance(resources, str) else set(resources)
+        mine = [i for i, task in enumerate(self.tasks) if task.resource in wanted]
+        return sorted(mine, key=lambda i: self.start[i])
 
-    def busy(self, resource: str) -> float:
-        return float(sum(self.tasks[i].duration for i in self.on(resource)))
+    def busy(self, resources: str | Iterable[str]) -> float:
+        """Time at least one task of the resource(s) runs: the union of their intervals,
+        so overlapping or nested tasks count once (a task that starts after the ones
+        before it have ended adds its duration as given, not end - start)."""
+        total, covered = 0.0, -np.inf
+        for i in self.on(resources):
+            start, end = float(self.start[i]), float(self.end[i])
+            if start >= covered:
+                total += self.tasks[i].duration
+            elif end > covered:
+                total += end - covered
+            covered = max(covered, end)
+        return total
 
-    def idle(self, resource: str) -> float:
-        """Time within the step the resource does nothing: step time - busy."""
-        return self.step_time - self.busy(resource)
+    def idle(self, resources: str | Iterable[str]) -> float:
+        """Time within the step the resource(s) do nothing: step time - busy."""
+        return self.step_time - self.busy(resources)
 
-    def idle_intervals(self, resource: str, until: float | None = None
+    def idle_intervals(self, resources: str | Iterable[str], until: float | None = None
                        ) -> list[tuple[float, float]]:
-        """The gaps of the resource between 0 and `until` (default: the step time)."""
+        """The gaps between 0 and `until` (default: the step time) in which no task of the
+        resource(s) runs."""
         until = self.step_time if until is None else until
         gaps, free_from = [], 0.0
-        for i in self.on(resource):
+        for i in self.on(resources):
             if self.start[i] > free_from:
                 gaps.append((free_from, float(self.start[i])))
             free_from = max(free_from, float(self.end[i]))
@@ -96,19 +118,56 @@ class Schedule:
         ends = [float(self.end[i]) for i in self.on(resource)]
         return self.step_time - max(ends) if ends else self.step_time
 
+    def level(self, spans: Iterable[tuple[str, str]],
+              amounts: float | Sequence[float] = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Step curve (times, levels) of what is held from the start of one task to the
+        end of another: span (first, last) holds its amount over
+        [start(first), end(last)). Changes at one instant count together (a unit freed
+        as the next is taken is no dip); the curve starts at time 0 and ends at 0.
+        Integer amounts give integer levels. Raises ValueError for an unknown task, a
+        negative amount, or a span that ends before it starts."""
+        spans = list(spans)
+        given = np.asarray(amounts)
+        held = np.broadcast_to(given, (len(spans),)).astype(float)
+        if len(held) and not (np.all(np.isfinite(held)) and held.min() >= 0):
+            raise ValueError(f"amounts must be finite and not negative, got {amounts}")
+        unknown = {name for span in spans for name in span} - self._index.keys()
+        if unknown:
+            raise ValueError(f"unknown tasks {sorted(unknown)}")
+        rise = np.array([self.start[self.index(first)] for first, _ in spans])
+        fall = np.array([self.end[self.index(last)] for _, last in spans])
+        if np.any(fall < rise):
+            bad = int(np.flatnonzero(fall < rise)[0])
+            raise ValueError(f"span {spans[bad]} ends before it starts")
+        times, where = np.unique(np.r_[0.0, rise, fall], return_inverse=True)
+        levels = np.cumsum(np.bincount(where, weights=np.r_[0.0, held, -held],
+                                       minlength=len(times)))
+        if np.issubdtype(given.dtype, np.integer):
+            return times, np.rint(levels).astype(int)
+        return times, levels
 
-def schedule(tasks: Iterable[Task]) -> Schedule:
-    """Start and end times of `tasks` (see the module docstring). Raises ValueError for a
-    duplicate or unknown name, a negative or non-finite duration, or a dependency cycle
-    (through `after` or through the order of a resource's tasks)."""
-    tasks = tuple(tasks)
+
+def _indexed(tasks: tuple[Task, ...]) -> dict[str, int]:
+    """Each task's position by name; raises ValueError for a duplicate name, a negative or
+    non-finite duration or release time."""
     index: dict[str, int] = {}
     for i, task in enumerate(tasks):
         if task.name in index:
             raise ValueError(f"two tasks are named {task.name!r}")
         if not np.isfinite(task.duration) or task.duration < 0:
             raise ValueError(f"task {task.name!r} has duration {task.duration}")
+        if not np.isfinite(task.release) or task.release < 0:
+            raise ValueError(f"task {task.name!r} has release time {task.release}")
         index[task.name] = i
+    return index
+
+
+def schedule(tasks: Iterable[Task]) -> Schedule:
+    """Start and end times of `tasks` (see the module docstring). Raises ValueError for a
+    duplicate or unknown name, a negative or non-finite duration or release time, or a
+    dependency cycle (through `after` or through the order of a resource's tasks)."""
+    tasks = tuple(tasks)
+    index = _indexed(tasks)
     # Edges: every dependency, and each task's predecessor on its resource.
     preds: list[list[int]] = [[] for _ in tasks]
     last_on: dict[str, int] = {}
@@ -123,8 +182,25 @@ def schedule(tasks: Iterable[Task]) -> Schedule:
     start = np.zeros(len(tasks))
     end = np.zeros(len(tasks))
     for i in _topological_order(preds):
-        start[i] = max((end[p] for p in preds[i]), default=0.0)
+        start[i] = max([tasks[i].release, *(end[p] for p in preds[i])])
         end[i] = start[i] + tasks[i].duration
+    resources = tuple(dict.fromkeys(task.resource for task in tasks))
+    return Schedule(tasks, start, end, resources, index)
+
+
+def schedule_at(tasks: Iterable[Task], start: Sequence[float]) -> Schedule:
+    """A schedule with the start times given (a trace read back, times from a closed
+    form): end = start + duration; `after`, `release` and the order on a resource are not
+    enforced, and tasks may overlap. Raises ValueError as `schedule` does, and for a start
+    time that is negative or not finite or a count that does not match."""
+    tasks = tuple(tasks)
+    index = _indexed(tasks)
+    start = np.array(start, dtype=float).reshape(-1)
+    if len(start) != len(tasks):
+        raise ValueError(f"{len(tasks)} tasks but {len(start)} start times")
+    if len(start) and not (np.all(np.isfinite(start)) and start.min() >= 0):
+        raise ValueError("start times must be finite and not negative")
+    end = start + np.array([task.duration for task in tasks], dtype=float)
     resources = tuple(dict.fromkeys(task.resource for task in tasks))
     return Schedule(tasks, start, end, resources, index)
 

@@ -217,24 +217,13 @@ def units_in_full(result: Schedule, units: int, reshard: bool
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Step curve (times, counts) of the units whose full weights are in memory: from the
     start of a unit's all-gather to the end of the compute that uses it last."""
-    events: list[tuple[float, int]] = []
+    spans = []
     for i in range(units):
-        gathered = result.start[result.index(f"AG{i}")]
         if reshard and i < units - 1:
-            events += [(gathered, 1), (result.end[result.index(f"F{i}")], -1),
-                       (result.start[result.index(f"AG{i}b")], 1)]
+            spans += [(f"AG{i}", f"F{i}"), (f"AG{i}b", f"B{i}")]
         else:
-            events.append((gathered, 1))
-        events.append((result.end[result.index(f"B{i}")], -1))
-    # Events at one instant count together (a unit freed as the next is gathered is no
-    # dip), then the count steps at each distinct time.
-    at = np.array([e[0] for e in events])
-    step = np.array([e[1] for e in events])
-    times, where = np.unique(at, return_inverse=True)
-    counts = np.cumsum(np.bincount(where, weights=step, minlength=len(times)))
-    if times[0] > 0:
-        times, counts = np.r_[0.0, times], np.r_[0.0, counts]
-    return times, np.rint(counts).astype(int)
+            spans.append((f"AG{i}", f"B{i}"))
+    return result.level(spans)
 
 
 # ---------------------------------------------------------------------------------------
