@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the figure's parameters and numbers as JSON and exit")
     parser.add_argument("--screenshot", metavar="PNG", type=Path,
                         help="render the figure offscreen to a PNG file and exit")
+    parser.add_argument("--trace", metavar="JSON", type=Path,
+                        help="save the figure's timeline as a Chrome trace (Perfetto, "
+                             "chrome://tracing) and exit")
     parser.add_argument("--size", metavar="WxH", default="1280x800",
                         help="screenshot size in pixels (default 1280x800)")
     parser.add_argument("--theme", choices=THEME_NAMES, default=None,
@@ -184,6 +187,22 @@ def render_screenshot(spec, model, path: Path, size: tuple[int, int],  # noqa: A
         raise UsageError(f"cannot write the screenshot to '{path}'")
 
 
+def save_trace(spec, model, path: Path) -> None:  # noqa: ANN001
+    """The figure's timeline as a Chrome trace file (no window)."""
+    from gpuviz import catalog, export
+    from gpuviz.core.trace import has_trace
+
+    if not has_trace(model):
+        with_timeline = [s.number for s in catalog.all_figures()
+                         if has_trace(s.make_model())]
+        raise UsageError(f"figure {spec.number} has no timeline to save as a trace; "
+                         f"figures with one: {', '.join(with_timeline)}")
+    try:
+        export.export_trace(model, path)
+    except export.ExportError as error:
+        raise UsageError(f"--trace: {error}") from None
+
+
 def quiet_offscreen_warnings() -> None:
     """Drop the offscreen platform's warnings about window hints it cannot honour
     (harmless when rendering offscreen); every other Qt message still goes to stderr."""
@@ -222,15 +241,17 @@ def main(argv: list[str] | None = None) -> int:
         for warning in warnings:
             print(f"gpuviz: warning: {warning} (left out)", file=sys.stderr)
         spec = resolve_figure(args.figure)
-        if (args.readout or args.screenshot or args.set) and spec is None:
-            raise UsageError("--set, --readout and --screenshot need --figure L.F")
+        if (args.readout or args.screenshot or args.trace or args.set) and spec is None:
+            raise UsageError("--set, --readout, --screenshot and --trace need --figure L.F")
         values = parse_settings(spec, args.set) if spec else {}
         playlist = parse_playlist_option(args.playlist)
         kiosk = parse_kiosk(args, spec)
         if kiosk is not None and (args.present or playlist):
             raise UsageError("--kiosk cannot be combined with --present or --playlist")
-        if args.readout or args.screenshot:
+        if args.readout or args.screenshot or args.trace:
             model = make_model(spec, values)
+            if args.trace:
+                save_trace(spec, model, args.trace)
             if args.screenshot:
                 render_screenshot(spec, model, args.screenshot, size, args.theme or "dark")
             if args.readout:

@@ -1,4 +1,5 @@
-"""Export a figure: PNG at a chosen scale, SVG, the clipboard, and its numbers as CSV.
+"""Export a figure: PNG at a chosen scale, SVG, the clipboard, its numbers as CSV, and
+its timeline as a Chrome trace.
 
 Images carry what is needed to reproduce them: the figure number, the parameters (JSON)
 and the caption, as PNG text chunks ("Figure", "Title", "Parameters", "Caption",
@@ -22,6 +23,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QApplication, QWidget
 
 from gpuviz import __version__
+from gpuviz.core.trace import write_trace
 
 SCALES = (1.0, 1.5, 2.0, 3.0, 4.0)
 MIN_SCALE, MAX_SCALE = 0.5, 4.0
@@ -144,6 +146,17 @@ def readouts_csv(spec: Any, model: Any) -> str:
 def export_csv(spec: Any, model: Any, path: Path) -> None:
     try:
         path.write_text(readouts_csv(spec, model), encoding="utf-8")
+    except OSError as error:
+        raise ExportError(f"cannot write '{path}': {error.strerror or error}") from None
+
+
+def export_trace(model: Any, path: Path) -> None:
+    """The figure's timeline (its model's `trace()`) as a Chrome trace file."""
+    trace = model.trace()
+    if trace is None:
+        raise ExportError("this figure has no timeline to save as a trace")
+    try:
+        write_trace(trace, path)
     except OSError as error:
         raise ExportError(f"cannot write '{path}': {error.strerror or error}") from None
 

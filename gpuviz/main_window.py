@@ -52,6 +52,7 @@ from PySide6.QtWidgets import (
 
 from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
+from gpuviz.core.trace import has_trace
 from gpuviz.lessons import load_lesson_text
 from gpuviz.playlist import PLAYLIST_SUFFIX, PlaylistError, read_playlist, write_playlist
 
@@ -310,6 +311,8 @@ class MainWindow(QMainWindow):
         page = self.page(number)
         self.stack.setCurrentWidget(page)
         self.clock.follow(self.models[number])
+        if "export_trace" in self.actions:  # only a figure with a timeline has a trace
+            self.actions["export_trace"].setEnabled(has_trace(self.models[number]))
         spec = catalog.figure(number)
         self.setWindowTitle(f"gpuviz — {spec.number} {spec.title}")
         for item in self._items():
@@ -535,6 +538,8 @@ class MainWindow(QMainWindow):
         add("copy", "&Copy figure", self.copy_figure, "Ctrl+Shift+C")
         add("copy_readouts", "Copy &readouts", self.copy_readouts, "Ctrl+Alt+C")
         add("export_data", "Export &data (CSV)…", lambda: self.export_data())
+        add("export_trace", "Export &trace (Perfetto, chrome://tracing)…",
+            lambda: self.export_trace())
         add("open_playlist", "&Open playlist…", lambda: self.open_playlist())
         add("save_playlist", "&Save playlist…", lambda: self.save_playlist())
         add("clear_playlist", "C&lear playlist", lambda: self.set_playlist([]))
@@ -545,7 +550,7 @@ class MainWindow(QMainWindow):
         bar = self.menuBar()
         a = self.actions
         file_menu = self.menus["file"] = bar.addMenu("&File")
-        for key in ("export", "copy", "copy_readouts", "export_data"):
+        for key in ("export", "copy", "copy_readouts", "export_data", "export_trace"):
             file_menu.addAction(a[key])
         file_menu.addSeparator()
         for key in ("open_playlist", "save_playlist", "clear_playlist"):
@@ -830,6 +835,30 @@ class MainWindow(QMainWindow):
             self.notify("Export failed", str(error))
             return False
         settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
+        return True
+
+    def export_trace(self, path: Path | str | None = None) -> bool:
+        """The figure's timeline as a Chrome trace (JSON); asks for a file when `path` is
+        None."""
+        page = self._current_page()
+        if not self.offers("export_trace") or page is None:
+            return False
+        if path is None:
+            default = (Path(self._folder(state.EXPORT_FOLDER_KEY))
+                       / f"figure-{self.current}-trace.json")
+            name, _ = QFileDialog.getSaveFileName(self, "Export trace", str(default),
+                                                  "Chrome trace (*.json)")
+            if not name:
+                return False
+            path = name
+        path = Path(path)
+        try:
+            export.export_trace(page.model, path)
+        except export.ExportError as error:
+            self.notify("Export failed", str(error))
+            return False
+        settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
+        self.statusBar().showMessage(f"Saved {path}", 5000)
         return True
 
     # --- persistence ---------------------------------------------------------------------

@@ -11,9 +11,12 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
+
+if TYPE_CHECKING:
+    from gpuviz.core.trace import Trace
 
 Choices = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
 
@@ -373,6 +376,11 @@ class FigureModel(QObject):
 
     def readouts(self) -> dict[str, Readout]:
         raise NotImplementedError
+
+    def trace(self) -> Trace | None:
+        """The figure's timeline as a schedule with its lanes (a figure drawn with the
+        timeline helper overrides this): what File > Export > Trace and `--trace` save."""
+        return None
 
 
 class AnimatedModel(FigureModel):

@@ -30,7 +30,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuviz.core.model import FigureModel, Parameter, PlayheadModel, Readout
-from gpuviz.core.schedule import Schedule, Task, schedule
+from gpuviz.core.schedule import Schedule, Task, schedule, schedule_at
+from gpuviz.core.trace import Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
@@ -98,6 +99,12 @@ def ring_pass_seconds(nbytes: float, gpus: int, bandwidth: float, alpha: float) 
                                                                     1 / bandwidth))
 
 
+BACKWARD_LANE, ALLREDUCE_LANE = "backward", "all-reduce"
+ONE_GPU = "one GPU of 8"  # every GPU runs the same timeline
+BUCKETING_LANES = (Lane(ONE_GPU, BACKWARD_LANE, "Backward"),
+                   Lane(ONE_GPU, ALLREDUCE_LANE, "All-reduce"))
+
+
 @dataclass(frozen=True)
 class Bucketing:
     """The backward pass with bucketed gradient all-reduces (figure 8.2)."""
@@ -119,6 +126,17 @@ class Bucketing:
     @property
     def buckets(self) -> int:
         return len(self.bucket_bytes)
+
+    def schedule(self) -> Schedule:
+        """The same times as tasks: layers L24..L1 on the backward lane, all-reduces
+        AR1..ARn on the network lane."""
+        layers = len(self.layer_start)
+        tasks = [Task(f"L{layers - i}", BACKWARD_LANE, float(end - start), kind="compute")
+                 for i, (start, end) in enumerate(zip(self.layer_start, self.layer_end,
+                                                      strict=True))]
+        tasks += [Task(f"AR{k + 1}", ALLREDUCE_LANE, float(end - start), kind="network")
+                  for k, (start, end) in enumerate(zip(self.start, self.end, strict=True))]
+        return schedule_at(tasks, np.r_[self.layer_start, self.start])
 
 
 def bucketed_backward(layers: int, params_per_layer: float, tokens: float, flops: float,
@@ -167,6 +185,8 @@ def overlap_threshold(gpus: int, bandwidth: float, flops: float) -> float:
 # ---------------------------------------------------------------------------------------
 
 COMPUTE_STREAM, COMM_STREAM = "compute", "communication"
+FSDP_LANES = (Lane(ONE_GPU, COMPUTE_STREAM, "Compute"),
+              Lane(ONE_GPU, COMM_STREAM, "Communication"))
 
 
 def fsdp_tasks(units: int, forward: float, gather: float, scatter: float, *,
@@ -305,6 +325,9 @@ class BucketingModel(FigureModel):
                                  ACHIEVED_TFLOPS * 1e12, self.bucket_mb * MB, EIGHT_GPUS,
                                  self.bandwidth_gbs * GB, self.alpha_us * 1e-6)
 
+    def trace(self) -> Trace:
+        return Trace(self.out.schedule(), BUCKETING_LANES)
+
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         # Four digits: 1.015 ms per all-reduce and 1.015 ms exposed read as the same time.
@@ -379,6 +402,9 @@ class FsdpModel(PlayheadModel):
 
     def step_marks(self) -> np.ndarray:
         return self.out.schedule.end
+
+    def trace(self) -> Trace:
+        return Trace(self.out.schedule, FSDP_LANES)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

@@ -10,10 +10,10 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import plot_widget
 from gpuviz.core.timeline import Timeline
-from gpuviz.models.data_parallel import LAYERS
+from gpuviz.models.data_parallel import BUCKETING_LANES, LAYERS
 from gpuviz.models.roofline import time_readout
 
-LANES = ("Backward", "All-reduce")
+LANES = tuple(lane.text for lane in BUCKETING_LANES)
 MS = 1e-3
 MAX_BUCKET_TEXTS = 40  # more buckets than this: too narrow to label
 

@@ -9,11 +9,11 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import Segment, curve, pen, plot_widget
 from gpuviz.core.timeline import Timeline
-from gpuviz.models.data_parallel import COMM_STREAM, COMPUTE_STREAM
+from gpuviz.models.data_parallel import COMPUTE_STREAM, FSDP_LANES
 from gpuviz.models.roofline import time_text
 
-LANES = (COMPUTE_STREAM, COMM_STREAM)
-LANE_NAMES = ("Compute", "Communication")
+LANES = tuple(lane.resource for lane in FSDP_LANES)
+LANE_NAMES = tuple(lane.text for lane in FSDP_LANES)
 MS = 1e-3
 KIND_ROLES = {"forward": "compute", "backward": "compute", "gather": "network",
               "scatter": "network"}
