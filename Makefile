@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-screens clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP) lint  ## set everything up and run the tests
 
 bench: $(STAMP)  ## update + repaint latency, frame rate and start-up time
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/latency.py
+
+# FIGURES=8.2,1.1 measures those figures only
+bench-screens: $(STAMP)  ## latency and fps on four screens (1280x800, 1920x1080, 2560x1440, ratio 2)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/latency.py --screens \
+		$(if $(FIGURES),--figures $(FIGURES))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
