@@ -49,6 +49,17 @@ API for the other lessons (all pure, numbers in seconds and bytes):
 - `hierarchical_allreduce(n, nodes, gpus_per_node, intra, inter)` -> phases and total;
   `flat_ring_allreduce(n, nodes, gpus_per_node, intra, inter)`;
   `network_lower_bound(n, nodes, gpus_per_node, inter)`.
+- Point to point, one message of n bytes: alpha + n beta (`P2P`). The named transfers:
+  `pipeline_activations(micro_batch, seq, hidden)` (b s h elements between two pipeline
+  stages, Narayanan et al. 2021), `ring_attention_kv(block_tokens, kv_heads, head_dim)`
+  (a K and a V block to the next rank of the ring), `kv_cache_transfer(tokens, layers,
+  kv_heads, head_dim)` (a prompt's K and V of every layer, prefill GPU to decode GPU);
+  each a `Message` with `.time(alpha, beta)` and `.time_on(link)`.
+- `uneven_all_to_all(traffic)`: all-to-all with traffic[r, q] bytes from rank r to q
+  (expert parallelism with a skewed router). Each rank sends and receives at once over
+  its own link, in the pairwise rounds of the even case; rank r needs
+  rounds alpha + max(sent_r, received_r) beta and the slowest rank sets the time. With
+  n/P to every rank it is `collective_cost("all_to_all", ...)` again.
 """
 
 from __future__ import annotations
@@ -161,9 +172,14 @@ def collective_cost(collective: str, algorithm: str, p: int, chunks: int | None 
             return Cost(p - 1, (p - 1) / p)
         return Cost(levels, (p - 1) / p)  # recursive halving or doubling, P = 2^k
     if collective == "all_to_all":
-        rounds = p - 1 if p % 2 == 0 else p  # in-place pairwise swaps
+        rounds = all_to_all_rounds(p)
         return Cost(rounds, rounds / p)
     raise ValueError(f"unknown collective {collective!r}")
+
+
+def all_to_all_rounds(p: int) -> int:
+    """Rounds of in-place pairwise swaps: P − 1, or P for an odd P (one rank rests)."""
+    return p - 1 if p % 2 == 0 else p
 
 
 def crossover(a: Cost, b: Cost, alpha: float, beta: float) -> float | None:
@@ -269,3 +285,77 @@ def network_lower_bound(n: float, nodes: int, gpus_per_node: int, inter: Link) -
     if nodes < 2:
         return 0.0
     return 2 * (nodes - 1) / nodes * n / (gpus_per_node * inter.bandwidth)
+
+
+# --- point to point and uneven all-to-all -----------------------------------------------
+P2P = Cost(1, 1.0)  # one message: alpha + n beta
+
+
+@dataclass(frozen=True)
+class Message:
+    """One named point-to-point message of `nbytes` bytes."""
+
+    name: str
+    nbytes: float
+
+    def time(self, alpha: float, beta: float) -> float:
+        return P2P.time(self.nbytes, alpha, beta)
+
+    def time_on(self, link: Link) -> float:
+        return P2P.time_on(link, self.nbytes)
+
+
+def pipeline_activations(micro_batch: int, seq: int, hidden: int,
+                         element_bytes: float = 2) -> Message:
+    """The activations one micro-batch hands to the next pipeline stage (and their
+    gradients back): b s h elements."""
+    return Message("pipeline activations", micro_batch * seq * hidden * element_bytes)
+
+
+def ring_attention_kv(block_tokens: int, kv_heads: int, head_dim: int,
+                      element_bytes: float = 2) -> Message:
+    """The K and V block a rank passes to the next in one ring-attention round (per
+    layer): 2 c n_kv d_head elements."""
+    return Message("ring-attention K/V", 2 * block_tokens * kv_heads * head_dim
+                    * element_bytes)
+
+
+def kv_cache_transfer(tokens: int, layers: int, kv_heads: int, head_dim: int,
+                      element_bytes: float = 2) -> Message:
+    """A prompt's KV cache from the prefill GPU to the decode GPU (disaggregated
+    serving): 2 L s n_kv d_head elements."""
+    return Message("KV cache transfer", 2 * layers * tokens * kv_heads * head_dim
+                    * element_bytes)
+
+
+@dataclass(frozen=True)
+class AllToAll:
+    """Bytes each rank sends to and receives from the others in one all-to-all."""
+
+    sent: np.ndarray
+    received: np.ndarray
+    rounds: int
+
+    def rank_times(self, alpha: float, beta: float) -> np.ndarray:
+        """rounds alpha + max(sent, received) beta for each rank."""
+        return self.rounds * alpha + np.maximum(self.sent, self.received) * beta
+
+    def time(self, alpha: float, beta: float) -> float:
+        """The slowest rank's time: the others wait for it."""
+        return float(self.rank_times(alpha, beta).max()) if len(self.sent) else 0.0
+
+    def slowest(self, alpha: float, beta: float) -> int:
+        return int(np.argmax(self.rank_times(alpha, beta)))
+
+
+def uneven_all_to_all(traffic: np.ndarray) -> AllToAll:
+    """traffic[r, q] bytes from rank r to rank q; what stays on a rank (the diagonal)
+    costs nothing. Raises ValueError for a matrix that is not square, finite and not
+    negative."""
+    traffic = np.asarray(traffic, dtype=float)
+    if traffic.ndim != 2 or traffic.shape[0] != traffic.shape[1]:
+        raise ValueError(f"traffic must be a square matrix, got shape {traffic.shape}")
+    if not (np.all(np.isfinite(traffic)) and np.all(traffic >= 0)):
+        raise ValueError("traffic must be finite and not negative")
+    moved = traffic * (1 - np.eye(len(traffic)))
+    return AllToAll(moved.sum(axis=1), moved.sum(axis=0), all_to_all_rounds(len(traffic)))

@@ -1,7 +1,7 @@
 """A step-by-step simulator of collectives on real data (Lessons 7, 8, 9, 10 and 12).
 
 P ranks each hold a buffer cut into C numbered chunks. A collective algorithm is a
-`Schedule`: a list of `Step`s, each a set of `Transfer`s that happen at the same time
+`TransferPlan`: a list of `Step`s, each a set of `Transfer`s that happen at the same time
 (every transfer of a step reads the state before the step). A transfer moves one chunk
 from a slot of its source rank into a slot of its destination rank, either adding it to
 what is there (`reduce=True`, a reduction) or replacing it (a copy).
@@ -30,7 +30,7 @@ Collectives and algorithms (`ALGORITHMS`):
   rank rests each round); each swap is in place, so no rank overwrites a chunk before
   sending it.
 
-Costs: `Schedule.cost(link_of_step)` sums, over steps, the link's alpha plus the largest
+Costs: `TransferPlan.cost(link_of_step)` sums, over steps, the link's alpha plus the largest
 number of bytes one rank sends in that step times the link's beta; this is exactly the
 alpha-beta model of `gpuviz.models.alpha_beta` (the tests check the two agree).
 Pure Python and numpy, no Qt.
@@ -91,7 +91,10 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Schedule:
+class TransferPlan:
+    """What every step of one collective algorithm moves (not timed: timing is
+    `gpuviz.core.schedule`'s job)."""
+
     collective: str
     algorithm: str
     ranks: int
@@ -164,7 +167,7 @@ def supports(collective: str, algorithm: str, p: int, gpus_per_node: int = 0) ->
 
 # --- schedules --------------------------------------------------------------------------
 def schedule(collective: str, algorithm: str, p: int, chunks: int | None = None,
-             gpus_per_node: int = 0) -> Schedule:
+             gpus_per_node: int = 0) -> TransferPlan:
     """The steps of `algorithm` for `collective` on P ranks (ValueError when unsupported).
     `chunks` only matters for broadcast and reduce (pipeline depth); the other
     collectives use `default_chunks`. Hierarchical all-reduce needs `gpus_per_node`
@@ -201,8 +204,8 @@ def schedule(collective: str, algorithm: str, p: int, chunks: int | None = None,
             steps = _doubling(list(range(p)), [(r, r + 1) for r in range(p)], link)
     else:
         steps = _pairwise_all_to_all(p, link)
-    return Schedule(collective, algorithm, p, c, tuple(steps),
-                    gpus_per_node if algorithm == "hierarchical" else 0)
+    return TransferPlan(collective, algorithm, p, c, tuple(steps),
+                        gpus_per_node if algorithm == "hierarchical" else 0)
 
 
 def _step(transfers: list[Transfer], link: str, phase: str) -> Step:
@@ -434,7 +437,7 @@ def apply_step(state: SimState, step: Step) -> SimState:
     return SimState(values, holds)
 
 
-def simulate(sched: Schedule, data: np.ndarray) -> list[SimState]:
+def simulate(sched: TransferPlan, data: np.ndarray) -> list[SimState]:
     """The states before the first step and after each step (len = steps + 1)."""
     states = [initial_state(sched.collective, data)]
     for step in sched.steps:
