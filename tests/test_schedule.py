@@ -85,7 +85,8 @@ def task_sets(draw):
         deps = draw(st.lists(st.integers(0, max(i - 1, 0)), max_size=3)) if i else []
         tasks.append(Task(f"t{i}", draw(st.sampled_from(resources)),
                           draw(st.floats(0, 1e3, allow_nan=False)),
-                          after=tuple(sorted({f"t{d}" for d in deps}))))
+                          after=tuple(sorted({f"t{d}" for d in deps})),
+                          release=draw(st.sampled_from([0.0, 0.0, 5.0, 250.0]))))
     return tasks
 
 
@@ -95,6 +96,7 @@ def test_invariants(tasks):
     eps = 1e-9 * max(1.0, result.step_time)
     for i, task in enumerate(tasks):
         assert result.end[i] == pytest.approx(result.start[i] + task.duration)
+        assert result.start[i] >= task.release  # never before it arrives
         for name in task.after:  # no task starts before its dependencies end
             assert result.start[i] >= result.end[result.index(name)] - eps
     for resource in result.resources:  # one task at a time, in the given order

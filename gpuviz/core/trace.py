@@ -25,12 +25,10 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpuviz.core.model import FigureModel
 from gpuviz.core.schedule import Schedule, Task, schedule_at
-
-if TYPE_CHECKING:
-    from gpuviz.core.model import FigureModel
 
 MICROSECONDS = 1e-6  # seconds: the trace's time unit
 
@@ -64,8 +62,6 @@ class Trace:
 def has_trace(model: FigureModel) -> bool:
     """Whether the figure's model declares a timeline (overrides `trace()`), without
     computing it."""
-    from gpuviz.core.model import FigureModel
-
     return type(model).trace is not FigureModel.trace
 
 
