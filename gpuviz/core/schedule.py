@@ -24,8 +24,10 @@ scheduler never rounds.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -64,20 +66,37 @@ class Schedule:
     def index(self, name: str) -> int:
         return self._index[name]
 
+    @cached_property
+    def _times(self) -> tuple[list[float], list[float]]:
+        """Start and end times as Python floats, for the loops below."""
+        return self.start.tolist(), self.end.tolist()
+
+    @cached_property
+    def _by_resource(self) -> dict[str, list[int]]:
+        """Each resource's task indices in the order they start (ties as given)."""
+        lanes: dict[str, list[int]] = {name: [] for name in self.resources}
+        for i in np.argsort(self.start, kind="stable").tolist():
+            lanes[self.tasks[i].resource].append(i)
+        return lanes
+
     def on(self, resources: str | Iterable[str]) -> list[int]:
         """Indices of the tasks of a resource (or of several), in the order they start
         (ties in the order given)."""
-        wanted = {resources} if isinstance(resources, str) else set(resources)
-        mine = [i for i, task in enumerate(self.tasks) if task.resource in wanted]
-        return sorted(mine, key=lambda i: self.start[i])
+        if isinstance(resources, str):
+            return list(self._by_resource.get(resources, ()))
+        starts = self._times[0]
+        picked = [i for name in dict.fromkeys(resources)
+                  for i in self._by_resource.get(name, ())]
+        return sorted(picked, key=lambda i: (starts[i], i))
 
     def busy(self, resources: str | Iterable[str]) -> float:
         """Time at least one task of the resource(s) runs: the union of their intervals,
         so overlapping or nested tasks count once (a task that starts after the ones
         before it have ended adds its duration as given, not end - start)."""
+        starts, ends = self._times
         total, covered = 0.0, -np.inf
         for i in self.on(resources):
-            start, end = float(self.start[i]), float(self.end[i])
+            start, end = starts[i], ends[i]
             if start >= covered:
                 total += self.tasks[i].duration
             elif end > covered:
@@ -94,11 +113,12 @@ class Schedule:
         """The gaps between 0 and `until` (default: the step time) in which no task of the
         resource(s) runs."""
         until = self.step_time if until is None else until
+        starts, ends = self._times
         gaps, free_from = [], 0.0
         for i in self.on(resources):
-            if self.start[i] > free_from:
-                gaps.append((free_from, float(self.start[i])))
-            free_from = max(free_from, float(self.end[i]))
+            if starts[i] > free_from:
+                gaps.append((free_from, starts[i]))
+            free_from = max(free_from, ends[i])
         if until > free_from:
             gaps.append((free_from, until))
         return gaps
@@ -106,16 +126,17 @@ class Schedule:
     def waiting(self, resource: str) -> float:
         """Time the resource's tasks wait for a dependency after the resource is free: the
         exposed time of the work it waits for (a gap before its first task included)."""
+        starts, ends = self._times
         total, free_from = 0.0, 0.0
         for i in self.on(resource):
-            total += max(0.0, float(self.start[i]) - free_from)
-            free_from = float(self.end[i])
+            total += max(0.0, starts[i] - free_from)
+            free_from = ends[i]
         return total
 
     def exposed_after(self, resource: str) -> float:
         """Time from the resource's last end to the step's end (e.g. communication that
         outlasts the last backward kernel)."""
-        ends = [float(self.end[i]) for i in self.on(resource)]
+        ends = [self._times[1][i] for i in self.on(resource)]
         return self.step_time - max(ends) if ends else self.step_time
 
     def level(self, spans: Iterable[tuple[str, str]],
@@ -154,9 +175,9 @@ def _indexed(tasks: tuple[Task, ...]) -> dict[str, int]:
     for i, task in enumerate(tasks):
         if task.name in index:
             raise ValueError(f"two tasks are named {task.name!r}")
-        if not np.isfinite(task.duration) or task.duration < 0:
+        if not math.isfinite(task.duration) or task.duration < 0:
             raise ValueError(f"task {task.name!r} has duration {task.duration}")
-        if not np.isfinite(task.release) or task.release < 0:
+        if not math.isfinite(task.release) or task.release < 0:
             raise ValueError(f"task {task.name!r} has release time {task.release}")
         index[task.name] = i
     return index
