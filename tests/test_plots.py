@@ -106,7 +106,7 @@ def test_cell_grid_hatches_idle_cells_and_leaves_out_text_that_does_not_fit(qapp
     busy, idle = theme.color("compute"), theme.color("idle")
     rects = np.array([[0, 0, 1, 1], [1, 0, 1, 1], [2, 0, 0.02, 1]])
     grid.set_cells(rects, [busy, idle, busy], texts=["7", "", "a long label"])
-    assert [len(cells) for _, cells in grid._hatch_groups] == [1]  # the idle cell only
+    assert [len(cells) for *_, cells in grid._hatch_groups] == [1]  # the idle cell only
     image = _render_box(box, widget)
     # The idle cell shows two colours (fill and hatching), the busy one its fill and text.
     centre = box.mapViewToScene(QPointF(1.5, 0.5))
@@ -145,3 +145,22 @@ def test_legend_lays_out_rows_in_columns_and_keeps_room(qapp):
     assert 10.0 < legend.end_with_room(0.0, 10.0) <= 20.0
     legend.clear()
     assert legend.labels() == [] and legend.boundingRect().isEmpty()
+
+
+def test_hatch_brush_is_drawn_at_the_device_pixel_ratio_with_an_opaque_fill_in_it(qapp):
+    from PySide6.QtGui import QColor
+
+    from gpuviz import theme
+    from gpuviz.core.plots import hatch_brush
+
+    theme.apply("dark", qapp)
+    fill = theme.color("idle")
+    one, two = hatch_brush(fill).texture(), hatch_brush(fill, ratio=2.0).texture()
+    # At ratio 2 the lines are drawn on twice the pixels, not scaled up from ratio 1.
+    assert two.devicePixelRatio() == 2.0 and two.width() == 2 * one.width()
+    # Over an opaque fill the tile is opaque (copied, not blended); a translucent fill
+    # keeps its lines alone, blended over whatever the fill shows.
+    assert not one.hasAlphaChannel() and one.toImage().pixelColor(0, 0).alpha() == 255
+    translucent = QColor(fill)
+    translucent.setAlpha(100)
+    assert hatch_brush(translucent).texture().hasAlphaChannel()

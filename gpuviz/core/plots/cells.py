@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtGui import QColor, QPainter, QPen, QStaticText, QTransform
 
 from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, pixel_size
@@ -39,7 +39,7 @@ class CellGrid(pg.GraphicsObject):
         self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
-        self._hatch_groups: list[tuple[QBrush, np.ndarray]] = []
+        self._hatch_groups: list[tuple[QColor, QColor | None, np.ndarray]] = []
         self._text_inks: list[QColor] = []
         self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
         self._static: dict[str, tuple[QStaticText, float, float]] = {}
@@ -102,7 +102,7 @@ class CellGrid(pg.GraphicsObject):
         for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
             if on and fill is not None:
                 hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
-        self._hatch_groups = [(hatch_brush(fill, hatch_ink), self._array[rows])
+        self._hatch_groups = [(fill, hatch_ink, self._array[rows])
                               for fill, rows in hatched.values()]
         self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
         if texts is not None and len(texts) != len(self._rects):
@@ -210,14 +210,15 @@ class CellGrid(pg.GraphicsObject):
     def _paint_hatches(self, painter: QPainter) -> None:
         """Hatching over the hatched cells, drawn in device pixels."""
         t = painter.transform()
+        ratio = painter.device().devicePixelRatio()
         painter.save()
         painter.resetTransform()
-        for hatching, cells in self._hatch_groups:
+        for fill, ink, cells in self._hatch_groups:
             x0 = t.m11() * cells[:, 0] + t.dx()
             y0 = t.m22() * cells[:, 1] + t.dy()
             x1 = t.m11() * (cells[:, 0] + cells[:, 2]) + t.dx()
             y1 = t.m22() * (cells[:, 1] + cells[:, 3]) + t.dy()
-            painter.setBrush(hatching)
+            painter.setBrush(hatch_brush(fill, ink, ratio))
             painter.drawRects([QRectF(QPointF(a, b), QPointF(c, d)).normalized()
                                for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(),
                                                      y1.tolist(), strict=True)])

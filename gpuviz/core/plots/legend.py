@@ -176,7 +176,7 @@ class Legend(pg.GraphicsObject):
                 painter.setBrush(style)
                 painter.drawRect(sample)
                 if opts["hatch"]:
-                    painter.setBrush(hatch_brush(style))
+                    painter.setBrush(hatch_brush(style, ratio=painter.device().devicePixelRatio()))
                     painter.drawRect(sample)
                 if opts["outline"] is not None:
                     qpen = QPen(opts["outline"], theme.line_width(1.5))

@@ -4,10 +4,11 @@ hatching of idle and wasted cells, and the pixel size of a font."""
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, Qt
+from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
 
 from gpuviz import theme
@@ -75,24 +76,32 @@ def hatched_by_default(fill: QColor | None) -> bool:
     return fill is not None and fill.rgb() == theme.color("idle").rgb()
 
 
-def hatch_brush(fill: QColor, ink: QColor | None = None) -> QBrush:
+def hatch_brush(fill: QColor, ink: QColor | None = None, ratio: float = 1.0) -> QBrush:
     """Diagonal hatching over `fill`, in device pixels (its spacing does not change with the
     zoom): lines in `ink`, by default the text or background colour, whichever contrasts
-    with the fill."""
+    with the fill. `ratio`: the device pixel ratio painted at (`painter.device()
+    .devicePixelRatio()`), so that the lines are drawn at it, never scaled up.
+
+    Over an opaque fill the brush holds the fill too, as one opaque tile: Qt then copies
+    pixels instead of blending translucent lines, five times faster over large cells
+    (drawing the fill under it first changes nothing)."""
     ink = theme.readable_on(fill) if ink is None else ink
-    return _hatch_brush(theme.current().name, ink.rgb(), max(1.0, theme.line_width(0.6)))
+    return _hatch_brush(theme.current().name, ink.rgb(), max(1.0, theme.line_width(0.6)),
+                        fill.rgba() if fill.alpha() == 255 else None, ratio)
 
 
+HATCH_TILE = 64  # logical pixels (at least) of an opaque hatch tile: fewer, longer copies
 _HATCHES: dict[tuple, QBrush] = {}
 
 
-def _hatch_brush(look: str, ink: int, width: float) -> QBrush:
-    key = (look, ink, width)
+def _hatch_brush(look: str, ink: int, width: float, fill: int | None,
+                 ratio: float) -> QBrush:
+    key = (look, ink, width, fill, ratio)
     if key not in _HATCHES:
         step = max(6, round(6 * width))  # one line every `step` pixels, along both axes
-        pixmap = QPixmap(step, step)
-        pixmap.fill(Qt.transparent)
-        painter = QPainter(pixmap)
+        lines = _tile(step, ratio)
+        lines.fill(Qt.transparent)
+        painter = QPainter(lines)
         painter.setRenderHint(QPainter.Antialiasing, True)
         color = QColor(ink)
         color.setAlpha(HATCH_ALPHA)
@@ -101,8 +110,24 @@ def _hatch_brush(look: str, ink: int, width: float) -> QBrush:
         for shift in (-step, 0, step):
             painter.drawLine(QLineF(shift, step, shift + step, 0))
         painter.end()
-        _HATCHES[key] = QBrush(pixmap)
+        if fill is None:
+            _HATCHES[key] = QBrush(lines)
+        else:  # the same lines blended over the fill once, here, rather than on each paint
+            tile = _tile(step * math.ceil(HATCH_TILE / step), ratio)
+            tile.fill(QColor.fromRgba(fill))
+            painter = QPainter(tile)
+            painter.fillRect(QRectF(0, 0, tile.width() / ratio, tile.height() / ratio),
+                             QBrush(lines))
+            painter.end()
+            _HATCHES[key] = QBrush(tile)
     return _HATCHES[key]
+
+
+def _tile(size: int, ratio: float) -> QPixmap:
+    """A square pixmap `size` logical pixels wide, at the device pixel ratio `ratio`."""
+    pixmap = QPixmap(round(size * ratio), round(size * ratio))
+    pixmap.setDevicePixelRatio(ratio)
+    return pixmap
 
 
 def composite(fill: QColor | None, under: QColor) -> QColor:
