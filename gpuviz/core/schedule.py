@@ -165,7 +165,9 @@ class Schedule:
                                        minlength=len(times)))
         if np.issubdtype(given.dtype, np.integer):
             return times, np.rint(levels).astype(int)
-        return times, levels
+        # Sums of fractions leave rounding dust where everything is released: that is 0.
+        dust = 1e-12 * held.sum()
+        return times, np.where(levels <= dust, 0.0, levels)
 
 
 def _indexed(tasks: tuple[Task, ...]) -> dict[str, int]:

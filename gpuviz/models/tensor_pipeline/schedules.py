@@ -203,12 +203,11 @@ def stash_spans(pipeline: str, stage: int, micro_batches: int, chunks: int = 1
 
 def stash(result: Schedule, pipeline: str, stage: int, micro_batches: int,
           chunks: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Step curve (times, micro-batches held) of one stage; a chunk counts 1/v."""
+    """Step curve (times, micro-batches held) of one stage; a chunk counts 1/v (counted
+    in chunks, then divided: exact at 0 and at whole micro-batches)."""
     v = chunks if pipeline == "interleaved" else 1
-    spans = stash_spans(pipeline, stage, micro_batches, chunks)
-    if v == 1:
-        return result.level(spans)
-    return result.level(spans, 1 / v)
+    times, held = result.level(stash_spans(pipeline, stage, micro_batches, chunks))
+    return (times, held) if v == 1 else (times, held / v)
 
 
 def bubble_share(pipeline: str, stages: int, micro_batches: int, chunks: int = 1) -> float:
