@@ -155,6 +155,9 @@ def test_level_holds_from_a_start_to_an_end():
     times, levels = result.level([("t0", "t0"), ("t1", "t1")], amounts=[2.5, 1.0])
     assert times.tolist() == [0.0, 1.0, 2.0] and levels.tolist() == [2.5, 1.0, 0.0]
     assert [a.tolist() for a in result.level([])] == [[0.0], [0]]
+    # Thirds taken and released together end at 0 exactly, not at rounding dust.
+    thirds = result.level([("t0", "t1")] * 3 + [("t1", "t2")] * 3, 1 / 3)[1]
+    assert thirds.min() == 0.0 and thirds[-1] == 0.0
 
 
 @pytest.mark.parametrize("spans, amounts, message", [
