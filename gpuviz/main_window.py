@@ -818,42 +818,37 @@ class MainWindow(QMainWindow):
         return True
 
     def export_data(self, path: Path | str | None = None) -> bool:
-        page = self._current_page()
-        if not self.offers("export_data") or page is None:
-            return False
-        if path is None:
-            default = Path(self._folder(state.EXPORT_FOLDER_KEY)) / f"figure-{self.current}.csv"
-            name, _ = QFileDialog.getSaveFileName(self, "Export data", str(default),
-                                                  "CSV table (*.csv)")
-            if not name:
-                return False
-            path = name
-        path = Path(path)
-        try:
-            export.export_csv(page.spec, page.model, path)
-        except export.ExportError as error:
-            self.notify("Export failed", str(error))
-            return False
-        settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
-        return True
+        """The figure's parameters and readouts as CSV; asks for a file when `path` is
+        None."""
+        return self._export_file(
+            "export_data", path, "Export data", ".csv", "CSV table (*.csv)",
+            lambda page, target: export.export_csv(page.spec, page.model, target))
 
     def export_trace(self, path: Path | str | None = None) -> bool:
         """The figure's timeline as a Chrome trace (JSON); asks for a file when `path` is
         None."""
+        return self._export_file(
+            "export_trace", path, "Export trace", "-trace.json", "Chrome trace (*.json)",
+            lambda page, target: export.export_trace(page.model, target))
+
+    def _export_file(self, key: str, path: Path | str | None, title: str, suffix: str,
+                     file_filter: str, write: Callable[[Any, Path], None]) -> bool:
+        """Save the current figure with `write(page, path)`, asking for the file (default
+        figure-L.F<suffix> in the last export folder) when `path` is None; a failed write
+        is said in a message."""
         page = self._current_page()
-        if not self.offers("export_trace") or page is None:
+        if not self.offers(key) or page is None:
             return False
         if path is None:
-            default = (Path(self._folder(state.EXPORT_FOLDER_KEY))
-                       / f"figure-{self.current}-trace.json")
-            name, _ = QFileDialog.getSaveFileName(self, "Export trace", str(default),
-                                                  "Chrome trace (*.json)")
+            default = Path(self._folder(state.EXPORT_FOLDER_KEY)) / (
+                f"figure-{self.current}{suffix}")
+            name, _ = QFileDialog.getSaveFileName(self, title, str(default), file_filter)
             if not name:
                 return False
             path = name
         path = Path(path)
         try:
-            export.export_trace(page.model, path)
+            write(page, path)
         except export.ExportError as error:
             self.notify("Export failed", str(error))
             return False

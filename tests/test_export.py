@@ -1,4 +1,5 @@
-"""Export: PNG with metadata at a scale, SVG with title/description, clipboard, CSV."""
+"""Export: PNG with metadata at a scale, SVG with title/description, clipboard, CSV, and a
+timeline figure's Chrome trace."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QImage
 
 from gpuviz import catalog, export, state
+from gpuviz.core.trace import read_trace
 from gpuviz.main_window import MainWindow
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -103,3 +105,19 @@ def test_every_readout_exports_as_csv(number):
     rows = list(csv.reader(io.StringIO(export.readouts_csv(spec, model))))
     assert rows[0] == ["figure", "kind", "key", "label", "value", "unit"]
     assert len(rows) == 1 + len(model.parameters()) + len(model.readouts())
+
+
+def test_export_trace_is_offered_for_timelines_only(window, tmp_path):
+    action = window.actions["export_trace"]
+    assert action in window.menus["file"].actions()
+    assert not action.isEnabled() and not window.export_trace(tmp_path / "no.json")  # 1.3
+    window.show_figure("8.2")
+    assert action.isEnabled()
+    path = tmp_path / "bucketing.json"
+    assert window.export_trace(path)
+    back = read_trace(path).schedule
+    result = window.models["8.2"].trace().schedule
+    assert [t.name for t in back.tasks] == [t.name for t in result.tasks]
+    assert back.step_time == pytest.approx(result.step_time * 1e6)
+    assert not window.export_trace(tmp_path / "missing" / "x.json")
+    assert "cannot write" in window.messages[-1]

@@ -1,5 +1,5 @@
 """Timelines as Chrome traces (gpuviz.core.trace): written from a figure's model, read back,
-saved from the command line and from File > Export trace."""
+saved from the command line (File > Export trace: tests/test_export.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuviz import catalog, state
+from gpuviz import catalog
 from gpuviz.app import main
 from gpuviz.core.schedule import Task, schedule, schedule_at
 from gpuviz.core.trace import (
@@ -204,31 +204,3 @@ def test_command_line_refuses_with_one_line(tmp_path, capsys, args, needle):
     assert code == 2 and needle in err and err.count("\n") == 1
     if "no timeline" in needle:
         assert "8.2, 8.3" in err
-
-
-@pytest.fixture
-def window(themed, qtbot):
-    from gpuviz.main_window import MainWindow
-
-    state.reset_all()
-    window = MainWindow("dark", remember=False)
-    qtbot.addWidget(window)
-    window.resize(1280, 800)
-    window.show()
-    yield window
-    window.clock.stop()
-    state.reset_all()
-
-
-def test_file_export_trace_is_offered_for_timelines_only(window, tmp_path):
-    action = window.actions["export_trace"]
-    assert action in window.menus["file"].actions()
-    window.show_figure("2.1")
-    assert not action.isEnabled() and not window.export_trace(tmp_path / "no.json")
-    window.show_figure("8.2")
-    assert action.isEnabled()
-    path = tmp_path / "bucketing.json"
-    assert window.export_trace(path)
-    assert_same_schedule(read_trace(path), window.models["8.2"].trace())
-    assert not window.export_trace(tmp_path / "missing" / "x.json")
-    assert "cannot write" in window.messages[-1]
