@@ -124,6 +124,7 @@ def test_events_of_other_tools_are_read_in_their_order():
         {"name": "allreduce", "ph": "X", "pid": "gpu0", "tid": 7, "ts": 4, "dur": 8},
         {"name": "mem", "ph": "C", "pid": "gpu0", "ts": 1, "args": {"bytes": 3}},
         {"name": "sync", "ph": "i", "pid": "gpu0", "tid": 3, "ts": 2},
+        {"name": None, "ph": "M", "pid": ["odd"], "args": {}},
     ]
     trace = trace_from_events(events)
     assert [(lane.device, lane.text) for lane in trace.lanes] == [

@@ -125,13 +125,14 @@ def trace_from_events(events: Iterable[Mapping[str, Any]]) -> Trace:
     for event in events:
         if not isinstance(event, Mapping):
             raise ValueError(f"not a trace event: {event!r}")
-        phase, pid, tid = event.get("ph"), event.get("pid"), event.get("tid")
+        phase, name = event.get("ph"), str(event.get("name", ""))
+        pid, tid = _ident(event.get("pid")), _ident(event.get("tid"))
         args = event.get("args") if isinstance(event.get("args"), Mapping) else {}
         if phase == "M":
-            key = (pid, None) if event.get("name", "").startswith("process") else (pid, tid)
-            if event.get("name") in ("process_name", "thread_name"):
+            key = (pid, None) if name.startswith("process") else (pid, tid)
+            if name in ("process_name", "thread_name"):
                 names[key] = str(args.get("name", ""))
-            elif event.get("name") in ("process_sort_index", "thread_sort_index"):
+            elif name in ("process_sort_index", "thread_sort_index"):
                 order[key] = _number(args.get("sort_index"), "sort_index")
         elif phase == "X":
             boxes.append((pid, tid, event, args))
@@ -159,6 +160,12 @@ def trace_from_events(events: Iterable[Mapping[str, Any]]) -> Trace:
 
     ordered = tuple(lanes[key] for key in sorted(lanes, key=rank))
     return Trace(schedule_at(tasks, starts), ordered, MICROSECONDS)
+
+
+def _ident(value: Any) -> int | float | str | None:
+    """A process or thread id as a key: numbers and strings as they are, anything else as
+    its text."""
+    return value if value is None or isinstance(value, int | float | str) else str(value)
 
 
 def _id_order(value: Any) -> tuple[int, Any]:
