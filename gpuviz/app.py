@@ -148,8 +148,7 @@ def readout_json(spec, model) -> dict[str, Any]:  # noqa: ANN001
     return {
         "figure": spec.number,
         "parameters": {name: _json_value(v) for name, v in model.values().items()},
-        "readouts": {key: {"value": _json_value(r.value), "unit": r.unit}
-                     for key, r in model.readouts().items()},
+        "readouts": {key: r.json() for key, r in model.readouts().items()},
     }
 
 

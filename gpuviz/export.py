@@ -130,16 +130,20 @@ def copy_image(widget: QWidget, info: dict[str, str], scale: float = 2.0) -> QIm
 
 
 def readouts_csv(spec: Any, model: Any) -> str:
-    """The figure's parameters and readouts as CSV: kind, key, label, value, unit."""
+    """The figure's parameters and readouts as CSV: kind, key, label, value, unit, and for
+    readouts their total (a count out of one) and the text the window shows. A name has
+    no value; a predict-first answer not revealed yet shows none either."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["figure", "kind", "key", "label", "value", "unit"])
+    writer.writerow(["figure", "kind", "key", "label", "value", "unit", "total", "text"])
     for name, param in model.parameters().items():
         writer.writerow([spec.number, "parameter", name, param.label,
-                         _json_value(model.get(name)), param.unit])
+                         _json_value(model.get(name)), param.unit, "", ""])
     for key, readout in model.readouts().items():
-        writer.writerow([spec.number, "readout", key, readout.label,
-                         _json_value(readout.value), readout.unit])
+        entry = readout.json()
+        value = None if readout.hidden else entry.get("value")
+        writer.writerow([spec.number, "readout", key, readout.label, value, readout.unit,
+                         entry.get("total"), readout.text])
     return buffer.getvalue()
 
 

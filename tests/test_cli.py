@@ -36,9 +36,10 @@ def test_readout_of_the_failing_launch(capsys):
     data = json.loads(out)
     assert data["figure"] == "1.3"
     assert data["parameters"]["threads_per_block"] == 1024
-    assert data["readouts"]["resident_blocks"] == {"value": 0, "unit": "blocks"}
+    assert data["readouts"]["resident_blocks"] == {"value": 0, "unit": "blocks",
+                                                   "text": "0 blocks"}
     assert data["readouts"]["registers_per_block"]["value"] == 73728
-    assert data["readouts"]["launch"]["value"] == "fails"
+    assert data["readouts"]["launch"] == {"value": False, "unit": "", "text": "fails"}
 
 
 @pytest.mark.parametrize("args, needle", [

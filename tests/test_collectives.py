@@ -149,12 +149,13 @@ def test_collective_stepper_defaults_and_readouts():
     assert model.out.arrived.sum() == 4
     model.finish()
     assert all(label.startswith("Σ") for row in model.out.labels for label in row)
-    assert model.readouts()["matches"].value.startswith("yes")
+    assert model.readouts()["matches"].value is True
+    assert model.readouts()["matches"].text.startswith("yes")
     model.algorithm = "rabenseifner"
     assert model.steps_done == 0 and model.total_steps == 4  # 2 log2 4
     model.collective = "broadcast"  # Rabenseifner does not apply: the ring runs
     assert model.out.algorithm == "ring"
-    assert "fallback" in model.readouts()["algorithm"].value
+    assert "fallback" in model.readouts()["algorithm"].text
 
 
 # --- figure 7.2 -------------------------------------------------------------------------
@@ -220,9 +221,11 @@ def test_alpha_beta_figure_defaults():
     assert model.alpha_us == 10 and model.bandwidth_gbs == 50  # the network preset
     assert out.rd_rab == pytest.approx(2.4 * out.alpha / out.beta)
     assert [(a, b) for a, b, _ in out.crossovers] == [("recursive_doubling", "rabenseifner")]
-    assert model.readouts()["rd_rab"].value == "press Reveal"
+    assert model.readouts()["rd_rab"].text == "press Reveal"
+    assert model.readouts()["rd_rab"].hidden  # its value is there for --readout
     model.revealed = True
     assert model.readouts()["rd_rab"].value == pytest.approx(1.2)  # MB
+    assert not model.readouts()["rd_rab"].hidden
     model.guess_bytes = 2e6
     assert not model.revealed
     model.link = "nvlink"

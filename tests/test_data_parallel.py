@@ -49,7 +49,8 @@ def test_zero_figure_reads_out_the_ratio():
     assert readouts["ratio"].value == pytest.approx(1.5)
     model.gpus = 1
     assert model.out.sent == (0.0, 0.0, 0.0, 0.0)
-    assert model.readouts()["ratio"].value == "—"
+    assert model.readouts()["ratio"].value is None
+    assert model.readouts()["ratio"].text == "—"
 
 
 def test_unknown_stage_is_refused():
@@ -213,7 +214,7 @@ def test_ratio_formula_matches_the_times():
 
 def test_reveal_flow():
     model = dp.OverlapModel()
-    assert model.readouts()["threshold"].value == "press Reveal"
+    assert model.readouts()["threshold"].text == "press Reveal"
     model.revealed = True
     assert model.readouts()["threshold"].value == pytest.approx(7000)
     model.guess_tokens = 7000

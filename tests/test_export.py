@@ -71,7 +71,8 @@ def test_csv_holds_parameters_and_readouts(window, tmp_path):
     for key, readout in model.readouts().items():
         assert by_key[("readout", key)]["unit"] == readout.unit
     assert by_key[("readout", "registers_per_block")]["value"] == "73728"
-    assert by_key[("readout", "launch")]["value"] == "fails"
+    assert by_key[("readout", "launch")]["value"] == "False"
+    assert by_key[("readout", "launch")]["text"] == "fails"
     assert by_key[("parameter", "threads_per_block")]["value"] == "1024"
 
 
@@ -103,7 +104,7 @@ def test_every_readout_exports_as_csv(number):
     spec = catalog.figure(number)
     model = spec.make_model()
     rows = list(csv.reader(io.StringIO(export.readouts_csv(spec, model))))
-    assert rows[0] == ["figure", "kind", "key", "label", "value", "unit"]
+    assert rows[0] == ["figure", "kind", "key", "label", "value", "unit", "total", "text"]
     assert len(rows) == 1 + len(model.parameters()) + len(model.readouts())
 
 

@@ -70,7 +70,7 @@ def test_tiling_counters_on_the_canvas_follow_the_readouts(build, order):
     assert source in page.view.message.text()
     page.model.finish()
     drive.settle()
-    assert page.model.readouts()["phase"].value == "finished"
+    assert page.model.readouts()["phase"].text == "finished"
 
 
 def test_split_kv_counts_that_cannot_fit_are_left_out(build):

@@ -98,7 +98,8 @@ def test_occupancy_model_readouts_and_names():
     with model.batch():
         model.threads_per_block = 1024
         model.registers_per_thread = 65
-    assert model.readouts()["launch"].value == "fails"
+    assert model.readouts()["launch"].value is False
+    assert model.readouts()["launch"].text == "fails"
 
 
 # --- 1.1 hierarchy and waves -------------------------------------------------------------

@@ -166,11 +166,11 @@ def test_tiling_shared_memory_4t2_and_limits_on_h100():
     assert largest_tile_within(opt_in) == 241 and largest_tile_within(default) == 110
     model = TiledMatmulModel()
     model.set("full_tile", 256)
-    assert model.readouts()["fits"].value.startswith("no")
+    assert model.readouts()["fits"].text.startswith("no")
     model.set("full_tile", 128)
-    assert model.readouts()["fits"].value == "with opt-in"
+    assert model.readouts()["fits"].text == "with opt-in"
     model.set("full_tile", 64)
-    assert model.readouts()["fits"].value.startswith("yes")
+    assert model.readouts()["fits"].text.startswith("yes")
 
 
 @settings(max_examples=50, deadline=None)
@@ -262,9 +262,9 @@ def test_banks_one_word_is_a_broadcast_without_conflict():
     assert out.broadcast and out.degree == 1 and out.transactions == 1
     model = BankConflictModel()
     model.set("pattern", "one_word")
-    assert model.readouts()["verdict"].value == "broadcast, no conflict"
+    assert model.readouts()["verdict"].text == "broadcast, no conflict"
     model.set("pattern", "diagonal33")
-    assert model.readouts()["verdict"].value == "2-way conflict"
+    assert model.readouts()["verdict"].text == "2-way conflict"
 
 
 @pytest.mark.parametrize("pattern", list(BANK_PATTERNS))

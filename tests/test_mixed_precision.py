@@ -456,7 +456,7 @@ def test_predict_and_reveal():
     m.set("guess_exp", 19)
     m.set("revealed", True)
     assert "2¹⁹" in m.answer_text() and "right" in m.answer_text()
-    assert m.readouts()["answer"].value == "2¹⁹"
+    assert m.readouts()["answer"].text == "2¹⁹" and m.readouts()["answer"].value == 2 ** 19
     m.set("guess_exp", 12)
     assert not m.revealed
 

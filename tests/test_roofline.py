@@ -134,7 +134,7 @@ def test_compute_bound_batch():
     assert round(b_star) == 345
     assert matmul_intensity(b_star, 4096) == pytest.approx(ridge)
     m = MatmulBatchModel()
-    assert m.readouts()["b_star"].value == "press Reveal"
+    assert m.readouts()["b_star"].text == "press Reveal"
     m.set("revealed", True)
     assert round(m.readouts()["b_star"].value) == 345
     assert "345" in m.answer_text()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -173,20 +173,107 @@ def _plain(number: float) -> str:
     return format_g(number) if abs(number) < 1e6 else format_value(round(number))
 
 
+HIDDEN = "press Reveal"  # the text of a predict-first answer not revealed yet
+
+
 @dataclass(frozen=True)
 class Readout:
-    """One number a figure shows, with its unit; `digits` are significant digits shown, or
-    `decimals` places after the point (as the figure writes the number elsewhere)."""
+    """One thing a figure shows, typed for machines and written for people.
+
+    `value` is a number or a bool, never text (`--readout` hands it to scripts as it is);
+    the text is formatted from it by `format_value` with `unit`, `digits` significant
+    digits or `decimals` places. A count out of a total has both numbers (`value` 1,
+    `total` 64: "1 of 64"). A name (a level, a phase, a winner) is `name` text with no
+    value. `shown` replaces the formatted text where the figure writes the number
+    otherwise ("2⁻⁷", "0x3F80", "yes, default"), or says why there is none (infinity, not
+    defined: value None); tests/test_readout_contract.py holds every number in it to
+    `value` or `total`. `hidden` marks a predict-first answer the window still hides."""
 
     label: str
-    value: float | int | str
+    value: float | int | bool | None = None
     unit: str = ""
     digits: int = 3
     decimals: int | None = None
+    total: float | int | None = None
+    shown: str = ""
+    name: str = ""
+    hidden: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, str):
+            raise TypeError(f"{self.label}: a readout's value is a number, a bool or None; "
+                            f"give the text {self.value!r} as name= or shown=")
+        if self.value is None and not (self.shown or self.name):
+            raise TypeError(f"{self.label}: a readout without a value needs name= or shown=")
+        if self.name and self.value is not None:
+            raise TypeError(f"{self.label}: a name has no value")
 
     @property
     def text(self) -> str:
+        """What the window shows."""
+        return HIDDEN if self.hidden else self.revealed_text
+
+    @property
+    def revealed_text(self) -> str:
+        """The text, a predict-first answer included (what `--readout` gives)."""
+        if self.name or self.shown:
+            return self.name or self.shown
+        if self.total is not None:
+            count = format_value(self.value, "", self.digits, self.decimals)
+            return f"{count} of {format_value(self.total, self.unit, self.digits, self.decimals)}"
         return format_value(self.value, self.unit, self.digits, self.decimals)
+
+    def json(self) -> dict[str, Any]:
+        """The readout for machines: value (none for a name; null for infinity and what
+        is not defined), unit, text, total when there is one, hidden when it is."""
+        entry = {} if self.name else {"value": _plain_number(self.value)}
+        entry |= {"unit": self.unit, "text": self.revealed_text}
+        if self.total is not None:
+            entry["total"] = _plain_number(self.total)
+        if self.hidden:
+            entry["hidden"] = True
+        return entry
+
+
+def _plain_number(value: float | int | bool | None) -> float | int | bool | None:
+    """A Python number (numpy's become theirs), None for infinity and NaN."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def si_readout(label: str, value: float, unit: str) -> Readout:
+    """A readout in the SI multiple that keeps 1 to 999 before the unit (GFLOP, MB)."""
+    value = float(value)
+    for factor, prefix in SI_PREFIXES:
+        if abs(value) >= factor:
+            return Readout(label, value / factor, prefix + unit)
+    return Readout(label, value, unit)
+
+
+def time_readout(label: str, seconds: float, digits: int = 3) -> Readout:
+    """A duration in s, ms, µs or ns, whichever keeps 1 to 999 before the unit."""
+    seconds = float(seconds)
+    for factor, unit in TIME_UNITS:
+        if abs(seconds) >= factor:
+            return Readout(label, seconds / factor, unit, digits)
+    return Readout(label, seconds / 1e-9, "ns", digits)
+
+
+def si_text(value: float, unit: str) -> str:
+    """A number in the SI multiple that keeps 1 to 999 before the unit: "80 GB"."""
+    return si_readout("", value, unit).text
+
+
+def time_text(seconds: float, digits: int = 3) -> str:
+    """A duration as its readout writes it: "309 ms", "4.20 µs"."""
+    return time_readout("", seconds, digits).text
 
 
 MINUS = "\u2212"  # the true minus sign: every number shown uses it, never a hyphen
@@ -381,6 +468,42 @@ class FigureModel(QObject):
         """The figure's timeline as a schedule with its lanes (a figure drawn with the
         timeline helper overrides this): what File > Export > Trace and `--trace` save."""
         return None
+
+
+class PredictFirstModel(FigureModel):
+    """A figure whose answer the learner predicts before seeing it.
+
+    The subclass declares its guess as a parameter and names it in `guess_parameter`;
+    `revealed` is set by the Reveal button (`PredictReveal`) and cleared when the guess,
+    or a parameter in `hidden_again_by`, changes. A readout that gives the answer away
+    goes through `answer(readout)`: the window shows "press Reveal" until it is revealed,
+    `--readout` gives the value with "hidden": true. `answer_text()` is the sentence shown
+    beside the guess once revealed."""
+
+    guess_parameter = ""
+    hidden_again_by: tuple[str, ...] = ()
+
+    revealed = Parameter(False, label="Answer revealed",
+                         help="Set by the Reveal button; a new guess hides the answer")
+
+    def parameter_changed(self, name: str) -> None:
+        if name == self.guess_parameter or name in self.hidden_again_by:
+            self.set("revealed", False)
+        super().parameter_changed(name)
+
+    def answer(self, readout: Readout) -> Readout:
+        return readout if self.revealed else replace(readout, hidden=True)
+
+    def answer_text(self) -> str:
+        raise NotImplementedError
+
+    @staticmethod
+    def how_close(guess: float, answer: float) -> str:
+        """A guess against the answer, as a factor: "spot on" within 25%."""
+        ratio = guess / answer
+        if 0.8 <= ratio <= 1.25:
+            return "spot on"
+        return f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low"
 
 
 class AnimatedModel(FigureModel):

@@ -11,11 +11,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, SteppedModel
+from gpuviz.core.model import (
+    FigureModel,
+    Parameter,
+    PredictFirstModel,
+    Readout,
+    SteppedModel,
+    si_readout,
+    si_text,
+    time_readout,
+)
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.models import alpha_beta as ab
 from gpuviz.models import collective_sim as cs
-from gpuviz.models.roofline import si_readout, si_text, time_readout
 
 DATA_SEED = 7  # the numbers the figures' simulations run on
 ALGORITHM_CHOICES = [(a, cs.ALGORITHM_NAMES[a]) for a in
@@ -24,7 +32,7 @@ ALGORITHM_CHOICES = [(a, cs.ALGORITHM_NAMES[a]) for a in
 
 @functools.lru_cache(maxsize=64)
 def simulated(collective: str, algorithm: str, p: int, gpus_per_node: int = 0
-              ) -> tuple[cs.Schedule, tuple[cs.SimState, ...], bool]:
+              ) -> tuple[cs.TransferPlan, tuple[cs.SimState, ...], bool]:
     """The schedule, every state, and whether the end matches the definition, for seeded
     random inputs (cached: a stepper only indexes the states)."""
     sched = cs.schedule(collective, algorithm, p, gpus_per_node=gpus_per_node)
@@ -148,17 +156,16 @@ class CollectiveStepsModel(SteppedModel):
         used = cs.ALGORITHM_NAMES[out.algorithm]
         if out.algorithm != self.algorithm and len(cs.ALGORITHMS[out.collective]) > 1:
             used += " (fallback)"
-        n_chunks = out.chunks
         sent = int(out.sent_chunks.max()) if out.sent_chunks.size else 0
         return {
-            "collective": Readout("Collective", cs.COLLECTIVE_NAMES[out.collective]),
-            "algorithm": Readout("Algorithm", used),
-            "step": Readout("Step", f"{out.steps} of {out.total_steps}"),
-            "phase": Readout("This step", out.phase),
-            "sent": Readout("Most chunks one GPU sent", f"{sent} of n/{n_chunks} each"),
+            "collective": Readout("Collective", name=cs.COLLECTIVE_NAMES[out.collective]),
+            "algorithm": Readout("Algorithm", name=used),
+            "step": Readout("Step", out.steps, total=out.total_steps),
+            "phase": Readout("This step", name=out.phase),
+            "sent": Readout("Most chunks one GPU sent", sent, f"of n/{out.chunks} each"),
             "steps_formula": Readout("Steps (α terms)", out.total_steps),
-            "matches": Readout("End equals the definition",
-                               "yes" if out.matches else "NO"),
+            "matches": Readout("End equals the definition", out.matches,
+                               shown="yes" if out.matches else "NO"),
         }
 
 
@@ -240,9 +247,9 @@ class RingAllReduceModel(SteppedModel):
         out = self.out
         full = int((out.counts == out.ranks).sum())
         return {
-            "step": Readout("Step", f"{out.steps} of {out.total_steps}"),
-            "phase": Readout("Phase", out.phase),
-            "full": Readout("Full chunks", f"{full} of {out.ranks * out.ranks}"),
+            "step": Readout("Step", out.steps, total=out.total_steps),
+            "phase": Readout("Phase", name=out.phase),
+            "full": Readout("Full chunks", full, total=out.ranks * out.ranks),
             "chunk": si_readout("Chunk n/P", out.chunk_bytes, "B"),
             "sent": si_readout("Sent per GPU so far", out.sent_bytes, "B"),
             "total": si_readout("Sent per GPU in all", out.total_bytes, "B"),
@@ -291,7 +298,7 @@ def _link_numbers(preset: str, gpu_key: str) -> tuple[float, float]:
     return g["links.nic_latency_us"], g["links.nic_gbs"]
 
 
-class AlphaBetaModel(FigureModel):
+class AlphaBetaModel(PredictFirstModel):
     """Figure 7.3: all-reduce time against message size n (log-log) for the ring,
     recursive doubling and Rabenseifner, from `alpha_beta` (MPICH's extra steps when P
     is not a power of two). Crossover of a and b: n* = (s_b - s_a) alpha / ((v_a - v_b)
@@ -315,13 +322,11 @@ class AlphaBetaModel(FigureModel):
     guess_bytes = Parameter(1e4, label="Your guess for n*", unit="B", minimum=SIZE_MIN,
                             maximum=SIZE_MAX, log=True,
                             help="Where Rabenseifner overtakes recursive doubling")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
+    guess_parameter = "guess_bytes"
 
     def parameter_changed(self, name: str) -> None:
-        if name == "guess_bytes":
-            self.set("revealed", False)
-        elif name == "link":
+        super().parameter_changed(name)
+        if name == "link":
             alpha, bandwidth = _link_numbers(self.link, DEFAULT_GPU)
             self.set("alpha_us", alpha)
             self.set("bandwidth_gbs", bandwidth)
@@ -360,37 +365,31 @@ class AlphaBetaModel(FigureModel):
         if out.rd_rab is None:
             return ("Here recursive doubling and Rabenseifner never cross: with P = "
                     f"{out.ranks} one of them is never slower.")
-        ratio = self.guess_bytes / out.rd_rab
-        closeness = ("spot on" if 0.8 <= ratio <= 1.25 else
-                     f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low")
         return (f"n* = {si_text(out.rd_rab, 'B')} = {out.rd_rab * out.beta / out.alpha:.3g} "
                 f"α/β: above it Rabenseifner's smaller bandwidth term beats recursive "
                 f"doubling's fewer steps. Your guess of {si_text(self.guess_bytes, 'B')} is "
-                f"{closeness}.")
+                f"{self.how_close(self.guess_bytes, out.rd_rab)}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         names = cs.ALGORITHM_NAMES
         rows = {
-            "winner": Readout("Fastest at n", names[out.winner]),
+            "winner": Readout("Fastest at n", name=names[out.winner]),
             **{f"t_{a}": time_readout(names[a], out.at_marker[a]) for a in out.at_marker},
             "alpha_over_beta": si_readout("α/β", out.alpha / out.beta, "B"),
         }
-        if not self.revealed:
-            rows["rd_rab"] = Readout("RD/Rabenseifner n*", "press Reveal")
-        elif out.rd_rab is None:
-            rows["rd_rab"] = Readout("RD/Rabenseifner n*", "none")
-        else:
-            rows["rd_rab"] = si_readout("RD/Rabenseifner n*", out.rd_rab, "B")
+        rows["rd_rab"] = self.answer(
+            Readout("RD/Rabenseifner n*", shown="none") if out.rd_rab is None
+            else si_readout("RD/Rabenseifner n*", out.rd_rab, "B"))
         ring_rd = ab.crossover(out.costs["ring"], out.costs["recursive_doubling"], out.alpha,
                                out.beta)
         rows["ring_rd"] = (si_readout("Ring/RD n*", ring_rd, "B") if ring_rd is not None
-                           else Readout("Ring/RD n*", "none"))
+                           else Readout("Ring/RD n*", shown="none"))
         ring_rab = ab.crossover(out.costs["ring"], out.costs["rabenseifner"], out.alpha,
                                 out.beta)
         rows["ring_rab"] = (si_readout("Ring/Rabenseifner n*", ring_rab, "B")
                             if ring_rab is not None else
-                            Readout("Ring/Rabenseifner n*", "never (ring never wins)"))
+                            Readout("Ring/Rabenseifner n*", shown="never (ring never wins)"))
         return rows
 
 

@@ -25,11 +25,18 @@ Time of a ring all-reduce of n bytes over p GPUs, each step paying the latency �
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, PlayheadModel, Readout
+from gpuviz.core.model import (
+    FigureModel,
+    Parameter,
+    PlayheadModel,
+    PredictFirstModel,
+    Readout,
+    time_readout,
+)
 from gpuviz.core.schedule import Schedule, Task, schedule, schedule_at
 from gpuviz.core.trace import Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
@@ -37,7 +44,6 @@ from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
 from gpuviz.models.alpha_beta import collective_cost, ring_allreduce_time
 from gpuviz.models.memory import ModelStates, model_state_bytes
-from gpuviz.models.roofline import time_readout, time_text
 
 GB = 1e9
 MB = 1e6
@@ -290,7 +296,7 @@ class ZeroStagesModel(FigureModel):
             rows[f"{stage}_sent"] = Readout(f"{STAGE_NAMES[stage]} sends / GPU",
                                             sent / GB, "GB")
         rows["ratio"] = (Readout("ZeRO-3 / DDP traffic", out.sent[3] / out.sent[0], "×")
-                         if out.sent[0] else Readout("ZeRO-3 / DDP traffic", "—"))
+                         if out.sent[0] else Readout("ZeRO-3 / DDP traffic", shown="—"))
         rows["memory"] = Readout(f"{gpu(self.gpu).short_name} memory", out.memory / GB, "GB")
         return rows
 
@@ -340,7 +346,7 @@ class BucketingModel(FigureModel):
             "exposed": ("Exposed communication", out.exposed),
         }
         return {"buckets": Readout("Buckets", out.buckets),
-                **{key: replace(time_readout(label, round(seconds, 12)), digits=4)
+                **{key: time_readout(label, round(seconds, 12), digits=4)
                    for key, (label, seconds) in times.items()}}
 
 
@@ -416,9 +422,9 @@ class FsdpModel(PlayheadModel):
             "waiting": time_readout("Compute waits", result.idle(COMPUTE_STREAM)),
             "gather": time_readout("All-gather per unit", out.gather),
             "forward": time_readout("Forward per unit", out.forward),
-            "peak": Readout("Units in full, peak", out.peak_units, "of " + str(out.units)),
+            "peak": Readout("Units in full, peak", out.peak_units, total=out.units),
             "now": Readout("Units in full now", out.units_at(now)),
-            "time": Readout("Time", time_text(now)),
+            "time": time_readout("Time", now),
         }
 
 
@@ -439,7 +445,7 @@ class OverlapOut:
 OVERLAP_TOKENS = np.geomspace(256, 262144, 121)
 
 
-class OverlapModel(FigureModel):
+class OverlapModel(PredictFirstModel):
     """Figure 8.4: all-reduce time / backward time against tokens per GPU. Bandwidth
     terms only (latency is hidden by bucketing): the ratio (p−1) X / (p B T) and the
     threshold T* = (p−1) X / (p B) do not depend on the model size."""
@@ -461,12 +467,7 @@ class OverlapModel(FigureModel):
                              maximum=262144, log=True,
                              help="Tokens per GPU at which you expect the all-reduce to "
                                   "take as long as the backward pass")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
-
-    def parameter_changed(self, name: str) -> None:
-        if name == "guess_tokens":
-            self.set("revealed", False)
+    guess_parameter = "guess_tokens"
 
     def compute(self) -> OverlapOut:
         flops, bandwidth = self.tflops * 1e12, self.bandwidth_gbs * GB
@@ -480,21 +481,16 @@ class OverlapModel(FigureModel):
 
     def answer_text(self) -> str:
         out = self.out
-        ratio = self.guess_tokens / out.threshold
-        closeness = ("spot on" if 0.8 <= ratio <= 1.25 else
-                     f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low")
         return (f"T* = (p − 1) X / (p B) = {out.threshold:,.0f} tokens per GPU; below it "
                 f"the all-reduce outlasts the backward pass. Your guess of "
-                f"{self.guess_tokens:,} is {closeness}.")
+                f"{self.guess_tokens:,} is {self.how_close(self.guess_tokens, out.threshold)}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
-        threshold = (Readout("Threshold T*", out.threshold, "tokens") if self.revealed
-                     else Readout("Threshold T*", "press Reveal"))
         return {
             "backward": time_readout("Backward", out.backward),
             "allreduce": time_readout("All-reduce", out.allreduce),
             "ratio": Readout("Ratio comm / backward", out.current_ratio, "×"),
             "hides": Readout("All-reduce hides", out.current_ratio <= 1.0),
-            "threshold": threshold,
+            "threshold": self.answer(Readout("Threshold T*", out.threshold, "tokens")),
         }

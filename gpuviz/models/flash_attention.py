@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, SteppedModel
+from gpuviz.core.model import FigureModel, Parameter, Readout, SteppedModel, time_readout
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 BF16_BYTES = 2
@@ -28,22 +28,12 @@ HUGE_SCORE = 1000.0
 SCORE_SPREAD = 1.5  # standard deviation of the random scores of 4.1 and 4.3
 
 
-def _text_if_not_finite(value: float) -> float | str:
-    """Readouts show overflow on purpose, as text: 'inf' or 'NaN'; an empty set's max is
-    '−∞'."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "−∞"
-    return float(value)
-
-
-def _seconds_in_unit(seconds: float) -> tuple[float, str]:
-    """A duration in ns, µs, ms or s, whichever keeps it between 1 and 1,000."""
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= size:
-            return seconds / size, unit
-    return seconds * 1e9, "ns"
+def _overflow_readout(label: str, value: float, digits: int) -> Readout:
+    """Readouts show overflow on purpose, as text with no value: 'inf' or 'NaN'; an empty
+    set's max is '−∞'."""
+    if math.isfinite(value):
+        return Readout(label, float(value), digits=digits)
+    return Readout(label, shown="NaN" if math.isnan(value) else "inf" if value > 0 else "−∞")
 
 
 def _bytes_in_unit(count: float) -> tuple[float, str]:
@@ -240,24 +230,21 @@ class OnlineSoftmaxModel(SteppedModel):
         s = self.out
         t, k = s.trace, s.done
         if k == 0:
-            factor: float | str = "none yet"
+            rescale = Readout("Last rescale f", shown="none yet")
         elif t.l[k - 1] == 0.0:
-            factor = "none (empty state)"
-        else:
-            factor = float(t.factor[k])
+            rescale = Readout("Last rescale f", shown="none (empty state)")
+        else:  # three digits, as the chart writes f
+            rescale = Readout("Last rescale f", float(t.factor[k]), digits=3)
         return {
-            "block": Readout("Blocks processed", f"{k} of {t.blocks}"),
-            "m": Readout("Running max m", _text_if_not_finite(float(t.m[k])), digits=4),
+            "block": Readout("Blocks processed", k, total=t.blocks),
+            "m": _overflow_readout("Running max m", float(t.m[k]), 4),
             "l": Readout("Running sum l", float(t.l[k]), digits=4),
             "o": Readout("Running output o", float(t.o[k]), digits=6),
-            "rescale": Readout("Last rescale f", factor, digits=3),  # as the chart says
+            "rescale": rescale,
             "exact": Readout("Exact softmax average", s.exact, digits=6),
             "difference": Readout("|online − exact| at the end", s.difference, digits=2),
-            "naive_sum": Readout("Naive Σ eˣ, whole row", _text_if_not_finite(s.naive_sum),
-                                 digits=4),
-            "naive_result": Readout("Naive result, whole row",
-                                    _text_if_not_finite(s.naive_result),
-                                    digits=6),
+            "naive_sum": _overflow_readout("Naive Σ eˣ, whole row", s.naive_sum, 4),
+            "naive_result": _overflow_readout("Naive result, whole row", s.naive_result, 6),
         }
 
 
@@ -487,8 +474,8 @@ class FlashTilingModel(SteppedModel):
         phase = ("finished" if s.finished else PHASE_NAMES[int(sch.phase[s.done - 1])]
                  if s.done else "not started")
         return {
-            "step": Readout("Step", f"{s.done} of {sch.steps}"),
-            "phase": Readout("Doing", phase),
+            "step": Readout("Step", s.done, total=sch.steps),
+            "phase": Readout("Doing", name=phase),
             "reads": Readout("HBM reads so far", s.reads, "elements"),
             "writes": Readout("HBM writes so far", s.writes, "elements"),
             "total_end": Readout("This mode, in all", sum(final), "elements"),
@@ -605,11 +592,11 @@ class MergeModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         s = self.out
         return {
-            "m_a": Readout("m(A), max of A", _text_if_not_finite(s.a.m), digits=3),
+            "m_a": _overflow_readout("m(A), max of A", s.a.m, 3),
             "l_a": Readout("l(A)", s.a.l, digits=4),
-            "m_b": Readout("m(B), max of B", _text_if_not_finite(s.b.m), digits=3),
+            "m_b": _overflow_readout("m(B), max of B", s.b.m, 3),
             "l_b": Readout("l(B)", s.b.l, digits=4),
-            "m": Readout("Merged m = max", _text_if_not_finite(s.merged.m), digits=3),
+            "m": _overflow_readout("Merged m = max", s.merged.m, 3),
             "w_a": Readout("Weight w(A) = l(A) exp(m(A) − m)", s.merged.w_a, digits=4),
             "w_b": Readout("Weight w(B) = l(B) exp(m(B) − m)", s.merged.w_b, digits=4),
             "merge_error": Readout("max |merged − full|", s.merge_error, digits=2),
@@ -732,11 +719,9 @@ class HeadRooflineModel(FigureModel):
         s = self.out
         p = s.point
         return {
-            "compute_time": Readout("Compute 4N²d / peak",
-                                    *_seconds_in_unit(float(p.compute_time[0]))),
-            "standard_time": Readout("Standard attention",
-                                     *_seconds_in_unit(float(p.standard_time[0]))),
-            "flash_time": Readout("FlashAttention", *_seconds_in_unit(float(p.flash_time[0]))),
+            "compute_time": time_readout("Compute 4N²d / peak", p.compute_time[0]),
+            "standard_time": time_readout("Standard attention", p.standard_time[0]),
+            "flash_time": time_readout("FlashAttention", p.flash_time[0]),
             "standard_ratio": Readout("Standard ÷ compute", s.standard_ratio, "×"),
             "flash_ratio": Readout("Flash ÷ compute", s.flash_ratio, "×"),
             "standard_limit": Readout("Long N: max(1, 2·ridge/d)", s.standard_limit, "×"),
@@ -924,7 +909,7 @@ class SplitKVModel(FigureModel):
         best = int(s.curve_splits[int(np.argmin(s.curve_time))])
         return {
             "units": Readout("Work units", sp.units, "units"),
-            "busy": Readout("Busy SMs", sp.busy_sms, f"of {s.sms}"),
+            "busy": Readout("Busy SMs", sp.busy_sms, total=s.sms),
             "utilisation": Readout("SM utilisation", 100 * sp.utilisation, "%"),
             "sm_bandwidth": Readout("Per SM, in flight ÷ latency", s.sm_bandwidth / 1e9,
                                     "GB/s"),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout, plural
+from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout, format_g, plural
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 WARP_SIZE = 32
@@ -144,9 +144,9 @@ class OccupancyModel(FigureModel):
         return {
             "resident_blocks": Readout("Blocks per SM", out.blocks, "blocks"),
             "active_warps": Readout("Warps per SM", out.active_warps,
-                                    f"of {int(g['sm.max_warps'])}"),
+                                    total=int(g["sm.max_warps"])),
             "occupancy": Readout("Occupancy", round(100 * out.occupancy, 1), "%"),
-            "limited_by": Readout("Limited by", limiter),
+            "limited_by": Readout("Limited by", name=limiter),
             "registers_per_block": Readout("Registers/block", out.registers_per_block,
                                            "regs"),
             "shared_memory_per_block": Readout("Shared mem./block (+1 KB)",
@@ -154,7 +154,8 @@ class OccupancyModel(FigureModel):
             **{f"limit_{name}": Readout(f"Limit from {RESOURCE_LABELS[name].lower()}",
                                         out.limits[name], "blocks")
                for name in RESOURCES},
-            "launch": Readout("Launch", "fails" if out.failure else "succeeds"),
+            "launch": Readout("Launch", not out.failure,
+                              shown="fails" if out.failure else "succeeds"),
         }
 
 
@@ -310,7 +311,7 @@ class HierarchyModel(FigureModel):
             "last_wave_blocks": Readout("Blocks in last wave", out.last_wave_blocks,
                                         "blocks"),
             "idle_sms_last_wave": Readout("Idle SMs, last wave", out.idle_sms_last_wave,
-                                          f"of {out.sms}"),
+                                          total=out.sms),
             "tail_efficiency": Readout("Block slots used", round(100 * out.tail_efficiency, 1),
                                        "%"),
         }
@@ -671,24 +672,26 @@ def memory_hierarchy(g: GPU, show_links: bool) -> MemoryHierarchy:
     return MemoryHierarchy(shown, hbm.size_bytes.value / l2.size_bytes.value, ratio)
 
 
+QUANTITY_UNITS = {
+    "size": (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0)),
+    "bandwidth": (("PB/s", 1e15), ("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
+    "latency": (("µs", 1e3), ("ns", 1.0)),
+}
+
+
+def scaled_quantity(quantity: str, value: float) -> tuple[float, str]:
+    """Bytes as kB/MB/GB (decimal), bandwidth as GB/s or TB/s, latency (given in ns) as
+    ns or µs: the number before the unit, and the unit."""
+    units = QUANTITY_UNITS[quantity]
+    unit, scale = next(((u, s) for u, s in units if value >= s), units[-1])
+    return value / scale, unit
+
+
 def format_quantity(quantity: str, value: float | None) -> str:
-    """Bytes as kB/MB/GB (decimal), bandwidth as GB/s or TB/s, latency as ns or µs."""
     if value is None:
         return NO_MEASUREMENT
-    if quantity == "size":
-        units = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
-        suffix = ""
-    elif quantity == "bandwidth":
-        units = (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6))
-        suffix = "/s"
-    else:
-        if value >= 1e3:
-            return f"{value / 1e3:.3g} µs"
-        return f"{value:.3g} ns"
-    for name, scale in units:
-        if value >= scale:
-            return f"{value / scale:.3g} {name}{suffix}"
-    return f"{value:.3g} B{suffix}"
+    number, unit = scaled_quantity(quantity, value)
+    return f"{format_g(number, 3)} {unit}"
 
 
 class MemoryHierarchyModel(FigureModel):
@@ -719,24 +722,24 @@ class MemoryHierarchyModel(FigureModel):
         out = self.out
         level = self.selected()
 
-        def text(quantity: str) -> str:
+        def quantity_readout(label: str, quantity: str) -> Readout:
             number = level.number(quantity)
             if not number.shown:
-                return "none" if quantity == "size" else "no data"
+                return Readout(label, shown="none" if quantity == "size" else "no data")
             tag = {"computed": " (computed)", "estimate": " (est.)"}.get(number.status, "")
-            return format_quantity(quantity, number.value) + tag
+            text = format_quantity(quantity, number.value) + tag
+            if quantity == "latency" and level.latency_cycles is not None:
+                text = f"{format_g(level.latency_cycles)} cyc = {text}"
+            return Readout(label, *scaled_quantity(quantity, number.value), shown=text)
 
-        latency = text("latency")
-        if level.latency_cycles is not None:
-            latency = f"{level.latency_cycles:g} cyc = {latency}"
         ratio = out.l2_over_hbm_bandwidth
         return {
-            "level": Readout("Level", level.label),
-            "size": Readout("Size", text("size")),
-            "bandwidth": Readout("Bandwidth", text("bandwidth")),
-            "latency": Readout("Latency", latency),
+            "level": Readout("Level", name=level.label),
+            "size": quantity_readout("Size", "size"),
+            "bandwidth": quantity_readout("Bandwidth", "bandwidth"),
+            "latency": quantity_readout("Latency", "latency"),
             "hbm_over_l2_size": Readout("HBM / L2 size", round(out.hbm_over_l2_size), "×"),
-            "l2_over_hbm_bandwidth": Readout(
-                "L2 / HBM bandwidth", round(ratio, 2) if ratio is not None else "no data",
-                "×" if ratio is not None else ""),
+            "l2_over_hbm_bandwidth": (Readout("L2 / HBM bandwidth", round(ratio, 2), "×")
+                                      if ratio is not None else
+                                      Readout("L2 / HBM bandwidth", shown="no data")),
         }

@@ -137,7 +137,7 @@ class FusionModel(FigureModel):
             "fused_time": Readout("Fused, 1 kernel", out.fused_s / US, "µs"),
             "speedup": Readout("Speed-up at this N", out.speedup, "×"),
             "regime": Readout("Unfused kernels are",
-                              "launch-bound" if out.launch_bound else "memory-bound"),
+                              name="launch-bound" if out.launch_bound else "memory-bound"),
             "boundary": Readout("Launch-bound below N", out.boundary_n / 1e6, "M"),
             "fused_boundary": Readout("Fused launch-bound below", out.fused_boundary_n / 1e6, "M"),
             "speedup_launch_bound": Readout("Speed-up, launch-bound", out.speedup_launch_bound,
@@ -313,9 +313,9 @@ class TiledMatmulModel(SteppedModel):
         tile = "–" if out.current_c is None else f"({out.current_c[0]}, {out.current_c[1]})"
         untiled = 2 * out.n ** 3
         return {
-            "step": Readout("Step", f"{out.steps} of {out.total_steps}"),
-            "output_tile": Readout("C tile on chip", tile),
-            "k_steps": Readout("Products added", f"{out.k_done} of {out.tiles}"),
+            "step": Readout("Step", out.steps, total=out.total_steps),
+            "output_tile": Readout("C tile on chip", name=tile),
+            "k_steps": Readout("Products added", out.k_done, total=out.tiles),
             "reads_so_far": Readout("HBM reads so far", out.reads_so_far, "elem."),
             "reads_per_element": Readout("Reads/element (N/T)", out.tiles, ""),
             "reads_total": Readout("All reads (2N³/T)", untiled // out.t, "elem."),
@@ -324,7 +324,7 @@ class TiledMatmulModel(SteppedModel):
             "full_tile_shared": Readout(f"Smem, T = {self.full_tile}", need / KB, "KB"),
             "default_limit": Readout("Default limit", default_limit / KB, "KB"),
             "opt_in_limit": Readout("Opt-in limit", opt_in_limit / KB, "KB"),
-            "fits": Readout("Fits", fits),
+            "fits": Readout("Fits", need <= opt_in_limit, shown=fits),
             "largest_default": Readout("Largest T, default", largest_tile_within(default_limit)),
             "largest_opt_in": Readout("Largest T, opt-in", largest_tile_within(opt_in_limit)),
         }
@@ -495,13 +495,13 @@ class BankConflictModel(FigureModel):
         else:
             verdict = "conflict-free"
         return {
-            "verdict": Readout("Result", verdict),
-            "degree": Readout("Conflict degree", f"{out.degree}-way"),
+            "verdict": Readout("Result", out.degree, shown=verdict),
+            "degree": Readout("Conflict degree", out.degree, shown=f"{out.degree}-way"),
             "transactions": Readout("Serialized transactions", out.transactions),
             "busiest_bank": Readout("Busiest bank", hot),
             "busiest_words": Readout("Distinct words in it", int(out.distinct_per_bank[hot])),
             "banks_used": Readout("Banks used", int(np.count_nonzero(out.threads_per_bank)),
-                                  "of 32"),
+                                  total=BANKS),
             "distinct_words": Readout("Distinct words read", int(np.unique(out.words).size)),
             "row_words": Readout("Words per tile row", out.row_words, "words"),
         }

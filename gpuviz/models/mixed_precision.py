@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache, cached_property, lru_cache
@@ -25,6 +26,7 @@ from gpuviz.core.model import (
     MINUS,
     FigureModel,
     Parameter,
+    PredictFirstModel,
     Readout,
     format_g,
     plural,
@@ -264,6 +266,13 @@ def value_text(value: float) -> str:
     return format_g(value)
 
 
+def number_readout(label: str, value: float, text: Callable[[float], str] = value_text
+                   ) -> Readout:
+    """A float written as this lesson writes it (`value_text`, `power_text`, a decimal
+    expansion): infinity and NaN have no value, only their text."""
+    return Readout(label, float(value) if math.isfinite(value) else None, shown=text(value))
+
+
 def power_text(value: float) -> str:
     """A positive power of two as 2ᵏ, other numbers as value_text."""
     if value > 0 and math.isfinite(value):
@@ -380,18 +389,19 @@ class FloatFormatsModel(FigureModel):
         out = self.out
         f = out.fmt
         return {
-            "typed": Readout("Typed value", value_text(out.value)),
-            "stored": Readout("Stored value", value_text(out.stored)),
-            "exact": Readout("Exactly", exact_decimal(out.stored, 24)),
-            "kind": Readout("Class", out.kind),
-            "bits": Readout("Bits (hex)", f"0x{out.pattern:0{(f.bits + 3) // 4}X}"),
-            "error": Readout("Rounding error", value_text(out.error)),
-            "relative": Readout("Relative error", value_text(out.relative_error)),
-            "ulp": Readout("ulp here", power_text(out.ulp)),
-            "max": Readout("Largest number", value_text(f.max)),
-            "min_normal": Readout("Smallest normal", power_text(f.min_normal)),
-            "min_subnormal": Readout("Smallest subnormal", power_text(f.min_subnormal)),
-            "eps": Readout("Machine epsilon", power_text(f.eps)),
+            "typed": number_readout("Typed value", out.value),
+            "stored": number_readout("Stored value", out.stored),
+            "exact": number_readout("Exactly", out.stored, lambda v: exact_decimal(v, 24)),
+            "kind": Readout("Class", name=out.kind),
+            "bits": Readout("Bits (hex)", out.pattern,
+                            shown=f"0x{out.pattern:0{(f.bits + 3) // 4}X}"),
+            "error": number_readout("Rounding error", out.error),
+            "relative": number_readout("Relative error", out.relative_error),
+            "ulp": number_readout("ulp here", out.ulp, power_text),
+            "max": number_readout("Largest number", f.max),
+            "min_normal": number_readout("Smallest normal", f.min_normal, power_text),
+            "min_subnormal": number_readout("Smallest subnormal", f.min_subnormal, power_text),
+            "eps": number_readout("Machine epsilon", f.eps, power_text),
         }
 
 
@@ -554,16 +564,19 @@ class AccumulationModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         final, exact = float(out.sums[-1]), float(out.exact[-1])
-        stall = (f"after {out.naive_stall_index:,} terms, at {value_text(out.naive_stall_value)}"
-                 if out.naive_stall_index else f"not within {COUNT_MAX:,} terms")
+        stall = (Readout("Naive sum stops", out.naive_stall_value,
+                         shown=f"after {out.naive_stall_index:,} terms, at "
+                               f"{value_text(out.naive_stall_value)}")
+                 if out.naive_stall_index else
+                 Readout("Naive sum stops", shown=f"not within {COUNT_MAX:,} terms"))
         return {
-            "stored_term": Readout("Term as stored", value_text(out.stored_term)),
-            "computed": Readout("Computed sum", value_text(final)),
-            "exact": Readout("Exact sum", value_text(exact)),
+            "stored_term": number_readout("Term as stored", out.stored_term),
+            "computed": number_readout("Computed sum", final),
+            "exact": number_readout("Exact sum", exact),
             "error": Readout("Relative error", abs(final - exact) / exact * 100, "%"),
             "precision": Readout("Significand bits p", out.acc.precision),
-            "formula": Readout("t × 2ᵖ", value_text(out.formula)),
-            "stall": Readout("Naive sum stops", stall),
+            "formula": number_readout("t × 2ᵖ", out.formula),
+            "stall": stall,
         }
 
 
@@ -682,7 +695,7 @@ class TrainingStepModel(FigureModel):
             "fp32": Readout("Steps in FP32", count[FP32]),
             "low": Readout("Steps in 16 or 8 bits", count[HALF] + count[FP8]),
             "scaling": Readout("Loss-scaling steps", count[SCALING]),
-            "matmul": Readout("Forward matmul", matmul.format_text.replace("\n", ", ")),
+            "matmul": Readout("Forward matmul", name=matmul.format_text.replace("\n", ", ")),
         }
 
 
@@ -766,7 +779,7 @@ def lossless_exponents(fmt_key: str) -> tuple[int, ...]:
     return tuple(k for k in range(SCALE_EXP_MAX + 1) if scale_gradients(fmt_key, k).lossless)
 
 
-class LossScalingModel(FigureModel):
+class LossScalingModel(PredictFirstModel):
     """5.4: loss scaling on a synthetic gradient population."""
 
     fmt = Parameter("fp16", label="Gradient format", choices=GRADIENT_FORMATS,
@@ -776,12 +789,7 @@ class LossScalingModel(FigureModel):
     guess_exp = Parameter(10, label="Your guess: lossless S = 2ᵏ, k", minimum=0,
                           maximum=SCALE_EXP_MAX, step=1,
                           help="Guess the one k for which FP16 loses no gradient")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
-
-    def parameter_changed(self, name: str) -> None:
-        if name == "guess_exp":
-            self.set("revealed", False)
+    guess_parameter = "guess_exp"
 
     def compute(self) -> ScalingOutput:
         return scale_gradients(self.fmt, self.scale_exp)
@@ -814,16 +822,16 @@ class LossScalingModel(FigureModel):
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
+        good = lossless_exponents("fp16")  # one k only: its value is the smallest S
         return {
-            "scale": Readout("Loss scale S",
-                             f"2{superscript(out.scale_exp)} = {2 ** out.scale_exp:,}"),
-            "flushed": Readout("Flushed to 0", f"{out.flushed_pct:.2f}%"),
-            "overflowed": Readout("Overflowed to inf", f"{out.overflowed_pct:.2f}%"),
-            "subnormal": Readout("Subnormal (fewer bits)",
-                                 f"{100.0 * float(out.subnormal.mean()):.2f}%"),
+            "scale": Readout("Loss scale S", 2 ** out.scale_exp,
+                             shown=f"2{superscript(out.scale_exp)} = {2 ** out.scale_exp:,}"),
+            "flushed": Readout("Flushed to 0", out.flushed_pct, "%", decimals=2),
+            "overflowed": Readout("Overflowed to inf", out.overflowed_pct, "%", decimals=2),
+            "subnormal": Readout("Subnormal (fewer bits)", 100.0 * float(out.subnormal.mean()),
+                                 "%", decimals=2),
             "skip": Readout("GradScaler skips the step", out.skip),
             "lossless": Readout("Nothing lost", out.lossless),
-            "answer": Readout("Lossless S (FP16)",
-                              ", ".join(f"2{superscript(k)}" for k in lossless_exponents("fp16"))
-                              if self.revealed else "press Reveal"),
+            "answer": self.answer(Readout("Lossless S (FP16)", 2 ** good[0], shown=", ".join(
+                f"2{superscript(k)}" for k in good))),
         }

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
+from gpuviz.core.model import (
+    FigureModel,
+    Parameter,
+    PredictFirstModel,
+    Readout,
+    format_value,
+    time_readout,
+    time_text,
+)
 from gpuviz.data.hardware import DEFAULT_GPU
 from gpuviz.data.models import model
 from gpuviz.models import transformer as tf
@@ -31,8 +39,6 @@ from gpuviz.models.roofline import (
     attainable,
     gpu_roof,
     roofline_time,
-    time_readout,
-    time_text,
 )
 
 SEED = 0
@@ -337,7 +343,7 @@ class MseOut:
     uniform: float
 
 
-class MseModel(FigureModel):
+class MseModel(PredictFirstModel):
     """Figure 11.2: mean squared error of b-bit symmetric quantization of 8,192 samples of
     unit variance against the range alpha (in sigma). Rounding part: about step^2 / 12
     times the share of values inside; clipping part: the squared excess of the values
@@ -355,12 +361,7 @@ class MseModel(FigureModel):
                             minimum=MSE_ALPHA_MIN, maximum=MSE_ALPHA_MAX, step=MSE_ALPHA_STEP,
                             help="The range you expect to give the smallest error for "
                                  "the distribution and bits chosen (Reveal compares them)")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
-
-    def parameter_changed(self, name: str) -> None:
-        if name == "guess_alpha":
-            self.set("revealed", False)
+    guess_parameter = "guess_alpha"
 
     def compute(self) -> MseOut:
         bits = int(self.bits_choice)
@@ -382,21 +383,17 @@ class MseModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         c = out.curves
-        best = (Readout("Best α", c.best_alpha, "σ") if self.revealed
-                else Readout("Best α", "press Reveal"))
-        ratio = (Readout("Min-max / best error", c.min_max_mse / c.best_mse, "×")
-                 if self.revealed else Readout("Min-max / best error", "press Reveal"))
         return {
             "rounding": Readout("Rounding MSE", out.rounding),
             "uniform": Readout("step² / 12", out.uniform),
             "clipping": Readout("Clipping MSE", out.clipping),
             "total": Readout("Total MSE", out.rounding + out.clipping),
-            "best_alpha": best,
-            "best_mse": Readout("Smallest MSE", c.best_mse) if self.revealed
-            else Readout("Smallest MSE", "press Reveal"),
+            "best_alpha": self.answer(Readout("Best α", c.best_alpha, "σ")),
+            "best_mse": self.answer(Readout("Smallest MSE", c.best_mse)),
             "min_max_alpha": Readout("Min-max α = max |x|", c.max_abs, "σ"),
             "min_max_mse": Readout("Min-max MSE", c.min_max_mse),
-            "ratio": ratio,
+            "ratio": self.answer(Readout("Min-max / best error", c.min_max_mse / c.best_mse,
+                                         "×")),
         }
 
 
@@ -704,13 +701,13 @@ class W4A16Model(FigureModel):
         p = out.points[self.selected]
         name = dict(FORMATS)[self.selected]
         return {
-            "shape": Readout("Weight k × m", f"{out.k:,} × {out.m:,}"),
+            "shape": Readout("Weight k × m", name=f"{out.k:,} × {out.m:,}"),
             "w4_bits": Readout("W4 bits per weight", out.points[W4].bits, digits=4),
             "speedup": Readout("Speed-up W4 over W16", out.speedup, "×",
                                decimals=SPEEDUP_DECIMALS),
-            "selected": Readout("Selected point", name),
+            "selected": Readout("Selected point", name=name),
             "time": time_readout(f"Minimum time ({name})", p.time.time),
-            "bound": Readout("Bound", f"{p.time.bound}-bound"),
+            "bound": Readout("Bound", name=f"{p.time.bound}-bound"),
             "intensity": Readout("Intensity", p.intensity, "FLOP/B"),
             "ridge": Readout("Ridge", out.roof.ridge, "FLOP/B"),
             "w16_time": time_readout("W16 time", out.points[W16].time.time),

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
+from gpuviz.core.model import (
+    FigureModel,
+    Parameter,
+    PredictFirstModel,
+    Readout,
+    format_value,
+    si_readout,
+    time_readout,
+)
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices, load_gpus
 from gpuviz.data.models import DEFAULT_MODEL, ModelConfig, model, model_choices
 from gpuviz.models import transformer as tf
@@ -25,38 +33,6 @@ PRECISIONS = (("bf16", "BF16"), ("fp8", "FP8"))
 FALLBACK_PRECISION = "bf16"
 COMPUTE = "compute"
 MEMORY = "memory"
-
-SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def si_readout(label: str, value: float, unit: str) -> Readout:
-    """A readout in the SI multiple that keeps 1 to 999 before the unit (GFLOP, MB)."""
-    value = float(value)
-    for factor, prefix in SI_PREFIXES:
-        if abs(value) >= factor:
-            return Readout(label, value / factor, prefix + unit)
-    return Readout(label, value, unit)
-
-
-TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
-
-
-def time_readout(label: str, seconds: float) -> Readout:
-    """A duration in s, ms, µs or ns, whichever keeps 1 to 999 before the unit."""
-    seconds = float(seconds)
-    for factor, unit in TIME_UNITS:
-        if abs(seconds) >= factor:
-            return Readout(label, seconds / factor, unit)
-    return Readout(label, seconds / 1e-9, "ns")
-
-
-def time_text(seconds: float) -> str:
-    return time_readout("", seconds).text
-
-
-def si_text(value: float, unit: str) -> str:
-    return si_readout("", value, unit).text
-
 
 # ---------------------------------------------------------------------------------------
 # The roofline
@@ -296,7 +272,7 @@ class RooflineModel(FigureModel):
             "op_intensity": Readout("Op intensity", float(out.intensity[i]), "FLOP/B"),
             "op_attained": Readout("Op attainable", float(out.attained[i]) / 1e12,
                                    "TFLOP/s"),
-            "op_bound": Readout("Op bound", f"{out.bounds[i]}-bound"),
+            "op_bound": Readout("Op bound", name=f"{out.bounds[i]}-bound"),
             "op_time": time_readout("Op minimum time", out.times[i]),
             "op_scale": Readout("Intensity scale", float(out.scales[i]), "×"),
         }
@@ -381,7 +357,7 @@ def matmul_row(batch: int, width: int, roof: Roof) -> MatmulRow:
                      roofline_time(flops, nbytes, roof.peak, roof.bandwidth))
 
 
-class MatmulBatchModel(FigureModel):
+class MatmulBatchModel(PredictFirstModel):
     """Figure 2.2: the (B x d) @ (d x d) bf16 matmul of a layer with d features.
 
     FLOPs 2 B d^2; bytes 2 (d^2 + 2 B d); intensity B d / (d + 2B), rising with B to the
@@ -400,12 +376,7 @@ class MatmulBatchModel(FigureModel):
                             maximum=BATCH_MAX, log=True,
                             help="The batch at which you expect the matmul to become "
                                  "compute-bound")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
-
-    def parameter_changed(self, name: str) -> None:
-        if name == "guess_batch":
-            self.set("revealed", False)
+    guess_parameter = "guess_batch"
 
     def compute(self) -> MatmulOut:
         roof = gpu_roof(self.gpu, "bf16")
@@ -427,22 +398,16 @@ class MatmulBatchModel(FigureModel):
                     f"can never pass d/2 = {out.ceiling:,.0f} FLOP/B, below the ridge of "
                     f"{ridge:,.0f} FLOP/B: this matmul stays memory-bound. (You guessed "
                     f"{self.guess_batch:,}.)")
-        ratio = self.guess_batch / out.b_star
-        closeness = ("spot on" if 0.8 <= ratio <= 1.25 else
-                     f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low")
         return (f"Compute-bound from B* = {out.b_star:,.0f}: there B·d/(d+2B) reaches the "
                 f"ridge of {ridge:,.0f} FLOP/B. Your guess of {self.guess_batch:,} is "
-                f"{closeness}.")
+                f"{self.how_close(self.guess_batch, out.b_star)}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         row = out.row
-        if not self.revealed:
-            b_star = Readout("Compute-bound from B*", "press Reveal")
-        elif math.isinf(out.b_star):
-            b_star = Readout("Compute-bound from B*", "never (ceiling < ridge)")
-        else:
-            b_star = Readout("Compute-bound from B*", out.b_star, "tokens")
+        b_star = (Readout("Compute-bound from B*", shown="never (ceiling < ridge)")
+                  if math.isinf(out.b_star) else
+                  Readout("Compute-bound from B*", out.b_star, "tokens"))
         return {
             "flops": si_readout("Work", row.flops, "FLOP"),
             "bytes": si_readout("Bytes moved", row.bytes, "B"),
@@ -450,12 +415,12 @@ class MatmulBatchModel(FigureModel):
             "ceiling": Readout("Ceiling d/2", out.ceiling, "FLOP/B"),
             "ridge": Readout(f"Ridge ({gpu(self.gpu).short_name})", out.roof.ridge, "FLOP/B"),
             "time": time_readout("Time", row.time.time),
-            "bound": Readout("Bound", f"{row.time.bound}-bound"),
+            "bound": Readout("Bound", name=f"{row.time.bound}-bound"),
             "time_1": time_readout("Time at B = 1", out.time_1),
             "time_64": time_readout("Time at B = 64", out.time_64),
             "growth_64": Readout("Work ×64 costs extra time",
                                  100 * (out.time_64 / out.time_1 - 1), "%"),
-            "b_star": b_star,
+            "b_star": self.answer(b_star),
         }
 
 
@@ -582,13 +547,13 @@ class LayerModel(FigureModel):
                 lambda o: o.weight_matmul), "% of time"),
             "attention_share": Readout("Attention core", 100 * self.share(
                 lambda o: o.group == tf.ATTENTION), "% of time"),
-            "memory_bound": Readout("Memory-bound ops", f"{memory_bound} of {len(out.ops)}"),
-            "kv_heads": Readout("KV heads", cfg.kv_heads, f"of {cfg.heads}"),
+            "memory_bound": Readout("Memory-bound ops", memory_bound, total=len(out.ops)),
+            "kv_heads": Readout("KV heads", cfg.kv_heads, total=cfg.heads),
             # "Op ..." rows are the op chosen in the Op box (or by a click on its bar).
             "op_flops": si_readout("Op FLOPs", op.flops, "FLOP"),
             "op_bytes": si_readout("Op bytes", op.bytes, "B"),
             "op_intensity": Readout("Op intensity", op.intensity, "FLOP/B"),
-            "op_bound": Readout("Op bound", f"{t.bound}-bound"),
+            "op_bound": Readout("Op bound", name=f"{t.bound}-bound"),
             "op_time": time_readout("Op time", t.time),
         }
 
@@ -728,6 +693,6 @@ class CalculatorModel(FigureModel):
             "compute_time": time_readout("2. Compute time", out.time.compute),
             "memory_time": time_readout("3. Memory time", out.time.memory),
             "time": time_readout("4. Time", out.time.time),
-            "bound": Readout("Bound", f"{out.time.bound}-bound"),
+            "bound": Readout("Bound", name=f"{out.time.bound}-bound"),
             **gains,
         }

@@ -14,12 +14,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout, SteppedModel
+from gpuviz.core.model import (
+    AnimatedModel,
+    FigureModel,
+    Parameter,
+    PredictFirstModel,
+    Readout,
+    SteppedModel,
+    si_readout,
+    si_text,
+)
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import ModelConfig, model, model_choices
 from gpuviz.models import memory as mem
 from gpuviz.models import transformer as tf
-from gpuviz.models.roofline import si_readout, si_text
 
 STEP_PRESET = "gpt3_xl"  # the 24-layer 1.3B model the lesson works through
 SEQ_LEN = 2048  # its training context (Brown et al. 2020)
@@ -67,7 +75,7 @@ class StepMemory:
         return "backward" if self.t < timeline.step_time - 1e-9 else "done"
 
 
-class StepMemoryModel(AnimatedModel):
+class StepMemoryModel(PredictFirstModel, AnimatedModel):
     """Figure 6.1: the memory of one GPU through one training step of GPT-3 1.3B (mixed
     bf16 with Adam): the model states (16 bytes per parameter) stay flat, the stored
     activations rise layer by layer in the forward pass and fall in the backward pass, so
@@ -90,12 +98,8 @@ class StepMemoryModel(AnimatedModel):
     guess_peak = Parameter(20.0, label="Your guess for the peak", unit="GB", minimum=1.0,
                            maximum=200.0, step=1.0,
                            help="The most memory the GPU holds at any moment of the step")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
-
-    def parameter_changed(self, name: str) -> None:
-        if name in ("guess_peak", "checkpointing", "flash_attention", "micro_batch"):
-            self.set("revealed", False)
+    guess_parameter = "guess_peak"
+    hidden_again_by = ("checkpointing", "flash_attention", "micro_batch")
 
     def memory(self) -> mem.TrainingMemory:
         policy = mem.EVERY_K if self.checkpointing else mem.NONE
@@ -148,16 +152,14 @@ class StepMemoryModel(AnimatedModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         timeline = out.memory.timeline
-        peak = (si_readout("Peak", out.memory.peak, "B") if self.revealed
-                else Readout("Peak", "press Reveal"))
         return {
             "states": si_readout("Model states", out.states, "B"),
             "layer": si_readout("One layer keeps", out.memory.layer_bytes, "B"),
             "now": si_readout("Memory now", out.now, "B"),
             "stored": si_readout("Stored now", out.checkpoints + out.activations + out.logits,
                                  "B"),
-            "phase": Readout("Phase", out.phase),
-            "peak": peak,
+            "phase": Readout("Phase", name=out.phase),
+            "peak": self.answer(si_readout("Peak", out.memory.peak, "B")),
             "step": Readout("Step time", timeline.step_time, "layer forwards"),
         }
 
@@ -266,8 +268,8 @@ class LayerParametersModel(FigureModel):
             "twelve": Readout("12 L d²", out.twelve_l_d2),
             "share": Readout("12 L d² / total", 100 * out.twelve_share, "%"),
             "embeddings": Readout("Embeddings share", 100 * out.embedding_share, "%"),
-            "kv": Readout("KV heads used", f"{cfg.kv_heads} of {cfg.heads} "
-                                          f"({cfg.attention_kind})"),
+            "kv": Readout("KV heads used", cfg.kv_heads, total=cfg.heads,
+                          shown=f"{cfg.kv_heads} of {cfg.heads} ({cfg.attention_kind})"),
             "f": Readout("MLP width f", cfg.intermediate, ""),
         }
 
@@ -400,7 +402,7 @@ def checkpoint_sweep(preset: str, seq: int, micro_batch: int, flash: bool, every
     return CheckpointSweep(run, baseline, ks, peaks, times, int(ks[np.argmin(peaks)]))
 
 
-class CheckpointEveryKModel(FigureModel):
+class CheckpointEveryKModel(PredictFirstModel):
     """Figure 6.4: full recomputation with a checkpoint (the segment's input, 2 sbh) every
     k layers of GPT-3 1.3B. The peak is the largest of the turn (all checkpoints, the
     logits) and each segment's recomputed forward (its k layers' activations plus the
@@ -417,12 +419,8 @@ class CheckpointEveryKModel(FigureModel):
                             step=1, help="Sequences of 2,048 tokens processed together")
     guess_k = Parameter(5, label="Your guess for the best k", unit="layers", minimum=1,
                         maximum=24, step=1, help="The k with the lowest peak memory")
-    revealed = Parameter(False, label="Answer revealed",
-                         help="Set by the Reveal button; a new guess hides the answer")
-
-    def parameter_changed(self, name: str) -> None:
-        if name in ("guess_k", "flash_attention", "micro_batch"):
-            self.set("revealed", False)
+    guess_parameter = "guess_k"
+    hidden_again_by = ("flash_attention", "micro_batch")
 
     def compute(self) -> CheckpointSweep:
         return checkpoint_sweep(STEP_PRESET, SEQ_LEN, self.micro_batch, self.flash_attention,
@@ -443,8 +441,6 @@ class CheckpointEveryKModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         memory, base = out.memory, out.baseline
-        best = (Readout("Best k", out.best_k, "layers") if self.revealed
-                else Readout("Best k", "press Reveal"))
         return {
             "checkpoint": si_readout("One checkpoint", memory.checkpoint_bytes, "B"),
             "layer": si_readout("One layer's activations", memory.layer_bytes, "B"),
@@ -452,7 +448,7 @@ class CheckpointEveryKModel(FigureModel):
             "baseline": si_readout("Peak stored, no checkpoints", base.timeline.peak, "B"),
             "time": Readout("Step time vs none",
                             100 * memory.timeline.step_time / base.timeline.step_time, "%"),
-            "best": best,
+            "best": self.answer(Readout("Best k", out.best_k, "layers")),
         }
 
 
@@ -610,7 +606,7 @@ class FitModel(FigureModel):
         rows.update({
             "total": si_readout("Total", out.after.total, "B"),
             "usable": si_readout("Usable (85%)", out.usable, "B"),
-            "fits": Readout("Fits with the margin", "yes" if out.fits else "no"),
+            "fits": Readout("Fits with the margin", out.fits),
             "before": si_readout("Without fixes", out.before.total, "B"),
         })
         return rows

@@ -10,12 +10,12 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
+from gpuviz.core.model import si_text, time_text
 from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models import collective_sim as cs
 from gpuviz.models.collectives import SIZE_MAX, SIZE_MIN, AlphaBetaOut
-from gpuviz.models.roofline import si_text, time_text
 
 X_RANGE = (math.log10(SIZE_MIN), math.log10(SIZE_MAX))
 STYLES = {"ring": ("network", Qt.SolidLine), "recursive_doubling": ("network", Qt.DashLine),
@@ -29,8 +29,7 @@ class AlphaBetaView(FigureView):
     def build(self) -> None:
         for name in ("gpus", "link", "alpha_us", "bandwidth_gbs", "message_bytes"):
             self.controls.add(name)
-        self.predict = PredictReveal(self.model, "guess_bytes", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
         self.plot = plot_widget("Message size n (bytes, log scale)", "All-reduce time")

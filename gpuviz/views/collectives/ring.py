@@ -8,10 +8,10 @@ from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import si_text
 from gpuviz.core.plots import CellGrid, Curve, Dots, diagram_widget, opaque_blend, pen
 from gpuviz.core.text import TextLayer
 from gpuviz.models.collectives import RingSteps
-from gpuviz.models.roofline import si_text
 
 MAX_GPUS = 16
 CELL_H = 0.6  # of a row's height: the rest is the gap the arrows cross

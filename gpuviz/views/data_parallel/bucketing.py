@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import time_readout
 from gpuviz.core.plots import plot_widget
 from gpuviz.core.timeline import Timeline
 from gpuviz.models.data_parallel import BUCKETING_LANES, LAYERS
-from gpuviz.models.roofline import time_readout
 
 LANES = tuple(lane.text for lane in BUCKETING_LANES)
 MS = 1e-3
@@ -20,7 +18,7 @@ MAX_BUCKET_TEXTS = 40  # more buckets than this: too narrow to label
 
 def time_text(seconds: float) -> str:
     """Four digits, as the readouts: 1.015 ms per all-reduce and 1.015 ms exposed."""
-    return replace(time_readout("", round(seconds, 12)), digits=4).text
+    return time_readout("", round(seconds, 12), digits=4).text
 
 
 class BucketingView(FigureView):

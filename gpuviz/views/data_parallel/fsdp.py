@@ -7,10 +7,10 @@ from PySide6.QtCore import Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import time_text
 from gpuviz.core.plots import Segment, curve, pen, plot_widget
 from gpuviz.core.timeline import Timeline
 from gpuviz.models.data_parallel import COMPUTE_STREAM, FSDP_LANES
-from gpuviz.models.roofline import time_text
 
 LANES = tuple(lane.resource for lane in FSDP_LANES)
 LANE_NAMES = tuple(lane.text for lane in FSDP_LANES)

@@ -10,12 +10,11 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges, set_time_ticks
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, time_text
 from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.data_parallel import OVERLAP_TOKENS
-from gpuviz.models.roofline import time_text
 
 X_RANGE = (math.log10(OVERLAP_TOKENS[0]), math.log10(OVERLAP_TOKENS[-1]))
 Y_RANGE = (-3.0, 3.0)  # log10 of the ratio
@@ -29,8 +28,7 @@ class OverlapView(FigureView):
     def build(self) -> None:
         for name in ("params_b", "tokens", "gpus", "bandwidth_gbs", "tflops"):
             self.controls.add(name)
-        self.predict = PredictReveal(self.model, "guess_tokens", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
         self.plot = plot_widget("Tokens per GPU (log scale)",

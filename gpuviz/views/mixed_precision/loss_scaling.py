@@ -32,8 +32,7 @@ class LossScalingView(FigureView):
     def build(self) -> None:
         self.controls.add("fmt", style="buttons")
         self.controls.add("scale_exp")
-        self.predict = PredictReveal(self.model, "guess_exp", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
         self.plot = plot_widget("log₂ |gradient × S|", "Gradients per half binade")

@@ -39,8 +39,7 @@ class MseView(FigureView):
         self.controls.add("distribution", style="buttons")
         self.controls.add("bits_choice", style="buttons")
         self.controls.add("alpha")
-        self.predict = PredictReveal(self.model, "guess_alpha", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
         self.plot = plot_widget("Range α (standard deviations σ)",

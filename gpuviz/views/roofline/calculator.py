@@ -8,12 +8,11 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, si_text, time_text
 from gpuviz.core.plots import CellGrid, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.data.hardware import gpu
-from gpuviz.models.roofline import si_text, time_text
 
 BAR_HEIGHT = 0.6
 WHAT_IF_ROLES = ("neutral", "memory", "compute")  # faster GPU, half bytes, 2x FLOP/s

@@ -17,11 +17,11 @@ from gpuviz.core.log_axes import (
     set_time_ticks,
     time_label,
 )
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, si_text, time_text
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal, TextTable
-from gpuviz.models.roofline import BATCH_MAX, COMPUTE, si_text, time_text
+from gpuviz.models.roofline import BATCH_MAX, COMPUTE
 
 X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
 Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B
@@ -41,8 +41,7 @@ class MatmulBatchView(FigureView):
     def build(self) -> None:
         for name in ("gpu", "width", "batch_size"):
             self.controls.add(name)
-        self.predict = PredictReveal(self.model, "guess_batch", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
         self.plot = plot_widget("Batch B (tokens, log scale)",

@@ -24,8 +24,7 @@ class CheckpointEveryKView(FigureView):
     def build(self) -> None:
         for name in ("every", "flash_attention", "micro_batch"):
             self.controls.add(name)
-        self.predict = PredictReveal(self.model, "guess_k", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
         self.step = StepMemoryPlot(with_states=False, y_label="Stored (GB)")

@@ -8,10 +8,10 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import si_text
 from gpuviz.core.plots import CellGrid, diagram_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models import memory as mem
-from gpuviz.models.roofline import si_text
 
 # Columns, in data units: operation and tensor | its size in units | its bytes as a bar.
 OP_WIDTH = 6.0

@@ -9,10 +9,9 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, si_text
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.text import TextLayer
-from gpuviz.models.roofline import si_text
 
 # Fixed slots, so the axis never re-lays out: a GPT layer leaves the gate slot empty.
 SLOTS = ("wq", "wk", "wv", "wo", "gate", "up", "down", "small")

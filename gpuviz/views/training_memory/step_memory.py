@@ -15,8 +15,7 @@ class StepMemoryView(FigureView):
         self.controls.add("progress")
         for name in ("checkpointing", "flash_attention", "micro_batch"):
             self.controls.add(name)
-        self.predict = PredictReveal(self.model, "guess_peak", "revealed",
-                                     self.model.answer_text)
+        self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
         self.plot = StepMemoryPlot(with_states=True)
         self.plot.add_legend(columns=3)
