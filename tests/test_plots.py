@@ -164,3 +164,45 @@ def test_hatch_brush_is_drawn_at_the_device_pixel_ratio_with_an_opaque_fill_in_i
     translucent = QColor(fill)
     translucent.setAlpha(100)
     assert hatch_brush(translucent).texture().hasAlphaChannel()
+
+
+def test_a_change_repaints_a_figure_of_two_plots_in_one_window_repaint(qapp):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QGraphicsView, QSlider
+
+    from gpuviz import catalog, theme
+    from gpuviz.core.figure_view import FigurePage
+
+    class Count(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.events: list[tuple[QObject, QEvent.Type]] = []
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+            if event.type() in (QEvent.Paint, QEvent.UpdateRequest):
+                self.events.append((watched, event.type()))
+            return False
+
+    theme.apply("dark", qapp)
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "8.2")
+    model = spec.make_model()
+    page = FigurePage(spec, model, spec.make_view(model))
+    page.resize(1280, 800)
+    page.show()
+    for _ in range(3):
+        qapp.processEvents()
+    viewports = [view.viewport() for view in page.findChildren(QGraphicsView)]
+    assert len(viewports) == 2
+    count = Count()
+    for watched in [page, *viewports]:
+        watched.installEventFilter(count)
+    slider = page.findChildren(QSlider)[0]
+    slider.setValue(slider.value() + (slider.maximum() - slider.minimum()) // 10)
+    qapp.processEvents()
+    # Both plots changed: each is painted once, in the window's one repaint of the change
+    # (each scene used to repaint and flush the window on its own).
+    assert [kind for watched, kind in count.events
+            if watched is page and kind == QEvent.UpdateRequest] == [QEvent.UpdateRequest]
+    for viewport in viewports:
+        assert [kind for watched, kind in count.events if watched is viewport] == [QEvent.Paint]
+    page.close()

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from gpuviz import theme
 from gpuviz.core.model import AnimatedModel, FigureModel
-from gpuviz.core.plots import apply_look, drawn_texts
+from gpuviz.core.plots import apply_look, drawn_texts, repaint_together
 from gpuviz.core.widgets import (
     CONTROL_COLUMN_WIDTH,
     ControlPanel,
@@ -141,8 +141,7 @@ class FigureView(QWidget):
             self.time_controls.sync()
         self.readouts.sync()
         self.refresh()
-        for scene in self._scenes:
-            scene.prepareForPaint()
+        repaint_together(self, self._scenes)
 
     def needs_update(self, key: object, value: object) -> bool:
         """True (and remember `value`) when `value` differs from what was last shown under

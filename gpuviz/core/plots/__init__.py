@@ -30,11 +30,12 @@ from gpuviz.core.plots.plot import (
     drawn_texts,
     plot_widget,
 )
+from gpuviz.core.plots.repaint import repaint_together
 
 __all__ = [
     "AXIS_TITLE_POINTS", "HATCH_ALPHA", "HEAT_FLOOR", "HEAT_LEVELS", "TICK_POINTS",
     "UNTOUCHED_ALPHA", "CellGrid", "Curve", "Dots", "GridPlotWidget", "Legend", "Segment",
     "apply_look", "brush", "composite", "curve", "diagram_widget", "drawn_texts",
     "grid_rects", "hatch_brush", "hatched_by_default", "heat_colors", "opaque_blend", "pen",
-    "plot_widget", "text_item", "untouched",
+    "plot_widget", "repaint_together", "text_item", "untouched",
 ]
