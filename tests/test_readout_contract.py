@@ -19,7 +19,15 @@ import numpy as np
 import pytest
 
 from gpuviz import catalog
-from gpuviz.core.model import HIDDEN, AnimatedModel, FigureModel, Parameter, Readout, singular
+from gpuviz.core.model import (
+    HIDDEN,
+    AnimatedModel,
+    FigureModel,
+    Parameter,
+    PredictFirstModel,
+    Readout,
+    singular,
+)
 
 FIGURES = catalog.all_figures()
 IDS = [spec.number for spec in FIGURES]
@@ -191,3 +199,50 @@ def test_readouts_are_typed_and_their_text_shows_their_numbers(spec):
             failures += [f"{spec.number} {key} ({setting}): {p}"
                          for p in problems(readout, other_numbers)]
     assert not failures, "\n".join(dict.fromkeys(failures))
+
+
+def test_readout_shapes_and_their_json():
+    assert Readout("Step", 1, total=4096).json() == {
+        "value": 1, "unit": "", "text": "1 of 4,096", "total": 4096}
+    assert Readout("Level", name="HBM").json() == {"unit": "", "text": "HBM"}
+    assert Readout("Ratio", None, "×", shown="—").json() == {
+        "value": None, "unit": "×", "text": "—"}
+    assert Readout("Fits", np.bool_(False)).json() == {"value": False, "unit": "",
+                                                      "text": "no"}
+    hidden = Readout("B*", np.float64(345.1), "tokens", hidden=True)
+    assert hidden.text == HIDDEN
+    assert hidden.json() == {"value": 345.1, "unit": "tokens", "text": "345 tokens",
+                             "hidden": True}
+    for wrong in ({"value": "80 GB"}, {"value": None}, {"value": 1, "name": "x"}):
+        with pytest.raises(TypeError):
+            Readout("Size", **wrong)
+
+
+class Guess(PredictFirstModel):
+    guess = Parameter(10, label="Guess", minimum=1, maximum=100)
+    size = Parameter(1, label="Size", minimum=1, maximum=9)
+    other = Parameter(1, label="Other", minimum=1, maximum=9)
+    guess_parameter = "guess"
+    hidden_again_by = ("size",)
+
+    def compute(self) -> float:
+        return 4.0 * self.size
+
+    def readouts(self) -> dict[str, Readout]:
+        return {"answer": self.answer(Readout("Answer", self.out))}
+
+
+def test_predict_first_hides_the_answer_until_revealed_and_again_on_a_new_guess():
+    model = Guess()
+    assert model.readouts()["answer"].hidden and model.readouts()["answer"].value == 4.0
+    model.revealed = True
+    assert model.readouts()["answer"].text == "4"
+    model.other = 5
+    assert model.revealed
+    for name, value in (("guess", 12), ("size", 2)):
+        model.revealed = True
+        model.set(name, value)
+        assert not model.revealed and model.readouts()["answer"].text == HIDDEN
+    assert Guess.how_close(11, 10) == "spot on"
+    assert Guess.how_close(30, 10) == "3.0× too high"
+    assert Guess.how_close(2, 10) == "5.0× too low"

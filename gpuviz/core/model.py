@@ -200,6 +200,10 @@ class Readout:
     hidden: bool = False
 
     def __post_init__(self) -> None:
+        for field in ("value", "total"):
+            number = getattr(self, field)
+            if hasattr(number, "item"):  # numpy's scalar: Python's (np.bool_ reads yes/no)
+                object.__setattr__(self, field, number.item())
         if isinstance(self.value, str):
             raise TypeError(f"{self.label}: a readout's value is a number, a bool or None; "
                             f"give the text {self.value!r} as name= or shown=")
@@ -236,12 +240,8 @@ class Readout:
 
 
 def _plain_number(value: float | int | bool | None) -> float | int | bool | None:
-    """A Python number (numpy's become theirs), None for infinity and NaN."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    """JSON has no infinity or NaN: None."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
