@@ -412,7 +412,31 @@ LESSONS: tuple[Lesson, ...] = (
             "both bars move, yet the curve and its crossing stay where they are.",
             "data_parallel:OverlapModel", "data_parallel.overlap:OverlapView", "overlap"),
     )),
-    Lesson(9, "tensor_pipeline", "Tensor and pipeline parallelism", "09-tensor-pipeline.md"),
+    Lesson(9, "tensor_pipeline", "Tensor and pipeline parallelism", "09-tensor-pipeline.md", (
+        # lesson 9 figures
+        FigureSpec(
+            "9.1", "megatron_mlp", "Megatron's MLP split: one all-reduce",
+            "Rows are GPUs, columns the steps of a transformer MLP, GeLU(X A) B. Orange is "
+            "what each GPU holds, blue the block it computes alone, aqua the all-reduce "
+            "that sums the partial results, magenta an all-reduce the wrong split adds. The "
+            "table below runs every split on random float32 matrices. <i>Try this:</i> "
+            "press Next step through the forward pass, then switch to the backward pass "
+            "and see where the all-reduce went. Then pick the wrong split and compare the "
+            "last two checks.",
+            "tensor_pipeline.megatron:MegatronModel", "tensor_pipeline.megatron:MegatronView",
+            "megatron-split", animated=True),
+        FigureSpec(
+            "9.3", "tp_comm", "Tensor parallelism: all-reduces against matmuls",
+            "How long the four all-reduces of one tensor-parallel layer take, divided by "
+            "the time of its matmuls, as the layer is split over more GPUs t: over NVLink "
+            "(solid aqua) and over InfiniBand (dashed, once revealed). Above the magenta "
+            "line the GPUs spend longer talking than computing. The bars are the two times "
+            "for your tokens. <i>Try this:</i> guess how much higher the InfiniBand line "
+            "runs, then reveal it. Then slide the tokens: both bars change, the dot does "
+            "not. Take t past 8 and see the ring leave the server.",
+            "tensor_pipeline.tp_comm:TpCommModel", "tensor_pipeline.tp_comm:TpCommView",
+            "tp-communication"),
+    )),
     Lesson(10, "sequence_expert", "Sequence, context and expert parallelism",
            "10-sequence-expert.md"),
     Lesson(11, "quantization", "Quantization", "11-quantization.md", (

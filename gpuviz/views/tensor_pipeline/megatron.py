@@ -1,0 +1,136 @@
+"""Figure 9.1: the Megatron MLP split, step by step, with a numerical check beside it."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_value
+from gpuviz.core.plots import CellGrid, Legend, diagram_widget, untouched
+from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import TextTable
+from gpuviz.models.tensor_pipeline.megatron import (
+    ALLREDUCE,
+    COMPUTE,
+    EXTRA,
+    MegatronOut,
+)
+
+CELL_W, CELL_H = 2.3, 0.8  # one step's column and one GPU's row, in canvas units
+GAP = 0.12
+HEADER_H = 0.9
+LEFT_ROOM = 1.3  # for the GPU names
+ROLE = {COMPUTE: "compute", ALLREDUCE: "network", EXTRA: "highlight"}
+SAME = 1e-5  # a split that differs by less than this equals the unsplit result (float32)
+
+
+class MegatronView(FigureView):
+    step_label = "Next step"
+
+    def build(self) -> None:
+        for name in ("gpus", "mode"):
+            self.controls.add(name)
+
+        canvas, self.box = diagram_widget()
+        self.box.setAspectLocked(False)
+        self.cells = CellGrid(font_size=9)
+        self.headers = CellGrid(font_size=9, fit_texts=False)
+        self.box.addItem(self.cells)
+        self.box.addItem(self.headers)
+        self.text = TextLayer(QRectF(-LEFT_ROOM, -HEADER_H, 20, 6))
+        self.gpu_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5)) for _ in range(4)]
+        self.box.addItem(self.text)
+        legend = Legend(self.box, anchor=(1, 1))
+        legend.add_box("held in memory", theme.color("memory_light"))
+        legend.add_box("local compute", theme.color("compute"))
+        legend.add_box("all-reduce", theme.color("network"))
+        legend.add_box("extra all-reduce", theme.color("highlight"))
+
+        # The side panel: the claims checked on random float32 matrices.
+        self.table = TextTable(("Check on random matrices", "max |diff|"), 4,
+                               accessible_name="Numerical check of the splits", left=(0,))
+        self.new_seed = QPushButton("New seed")
+        self.new_seed.setToolTip("Draw new random matrices and check again")
+        self.new_seed.setAccessibleName("New seed")
+        self.new_seed.clicked.connect(lambda: self.model.set("seed",
+                                                             (self.model.seed + 1) % 10000))
+        side = QWidget()
+        row = QHBoxLayout(side)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.table, 1)
+        row.addWidget(self.new_seed, 0, Qt.AlignTop)
+        self.add_plot(canvas)
+        self.add_plot(side, 0)
+
+    def refresh(self) -> None:
+        out: MegatronOut = self.model.out
+        t, n = out.gpus, len(out.stages)
+        if self.needs_update("layout", (t, out.mode, out.done)):
+            self._draw_cells(out)
+        if self.needs_update("range", (t, n)):
+            right = (n + 1) * CELL_W
+            bottom = t * CELL_H
+            self.box.setRange(xRange=(-LEFT_ROOM, right), yRange=(-HEADER_H, bottom + 1.6),
+                              padding=0)
+            self.text.set_bounds(QRectF(-LEFT_ROOM, -HEADER_H, right + LEFT_ROOM,
+                                        bottom + HEADER_H + 1.6))
+            for i, label in enumerate(self.gpu_labels):
+                label.setText(f"GPU {i + 1}" if i < t else "")
+                label.setPos(-0.1, (i + 0.5) * CELL_H)
+        check = out.check
+        rows = (("Forward, columns then rows", check.forward),
+                ("Backward, input gradient", check.backward),
+                ("Rows first, extra all-reduce", check.rows_first),
+                ("Rows first, no extra all-reduce", check.rows_first_no_allreduce))
+        self.table.set_rows([((name, format_value(diff, digits=2)),
+                              theme.text_color("text" if diff < SAME else "highlight"))
+                             for name, diff in rows])
+        self.message.show_message(self._describe(out), warn=out.mode == "wrong")
+
+    def _draw_cells(self, out: MegatronOut) -> None:
+        t = out.gpus
+        rects, fills, texts, outlines = [], [], [], []
+        header_rects, header_texts = [], []
+
+        def add(x: float, y: float, h: float, fill, text: str, outline=None) -> None:  # noqa: ANN001
+            rects.append((x + GAP / 2, y + GAP / 2, CELL_W - GAP, h - GAP))
+            fills.append(fill)
+            texts.append(text)
+            outlines.append(outline)
+
+        header_rects.append((0, -HEADER_H, CELL_W, HEADER_H))
+        header_texts.append("holds")
+        for i, block in enumerate(out.held):
+            add(0, i * CELL_H, CELL_H, theme.color("memory_light"), block)
+        for k, stage in enumerate(out.stages):
+            x = (k + 1) * CELL_W
+            header_rects.append((x, -HEADER_H, CELL_W, HEADER_H))
+            header_texts.append(f"{k + 1}. {stage.title}")
+            done = k < out.done
+            fill = theme.color(ROLE[stage.kind]) if done else untouched()
+            current = theme.color("text") if k == out.done - 1 else None
+            if stage.kind == COMPUTE:
+                for i, block in enumerate(stage.blocks):
+                    add(x, i * CELL_H, CELL_H, fill, block, current)
+            else:  # one collective over every GPU
+                add(x, 0, t * CELL_H, fill, stage.blocks[0], current)
+        self.cells.set_cells(np.array(rects), fills, outlines, texts, outline_width=2.5)
+        self.headers.set_cells(np.array(header_rects), [None] * len(header_rects),
+                               texts=header_texts, text_color=theme.text_color("text"))
+
+    def _describe(self, out: MegatronOut) -> str:
+        if out.mode == "forward":
+            return ("A is split by columns, so each GPU's X Aᵢ is a whole block of columns "
+                    "and GeLU needs nothing from the others; B split by rows turns the second "
+                    "matmul into partial sums. One all-reduce of b × h numbers finishes the "
+                    "layer.")
+        if out.mode == "backward":
+            return ("Going back, every gradient up to dYᵢ Aᵢᵀ is local (and so are dAᵢ and "
+                    "dBᵢ); the one all-reduce moves to the input gradient dX, a sum over the "
+                    "GPUs' column blocks.")
+        return ("Split A by rows and each GPU holds a partial sum of all of X A. GeLU of a "
+                "sum is not the sum of GeLUs (see the last check), so the partial sums must "
+                "be all-reduced first: b × 4h numbers, four times the b × h of the output.")
