@@ -1,7 +1,9 @@
 """Lecture-hall scale (issue 11): in the projector look everything drawn grows with the
 window from the 1280x800 design size, so that at 1920x1080 no drawn text is under 20 px,
 tick labels, readouts and controls are at least 24 px, the control column needs no
-scrolling, and each plot's drawn content spans a good part of it. The dark look keeps its
+scrolling, and each plot's drawn content spans a good part of it. On the small projectors
+of issue 29 (1280x800, and 1024x768 where the look shrinks to 0.8) the control column fits
+too and no text is under 16 px. The dark look keeps its
 sizes at any window size, and a window that shrinks again comes back to the sizes it
 would have been built with."""
 
@@ -13,6 +15,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsView
 
 from gpuviz import catalog, theme
+from gpuviz.core.widgets import TextTable
 from tests import figure_driver as drive
 
 FIGURES = catalog.all_figures()
@@ -21,6 +24,10 @@ LECTURE = (1920, 1080)
 MIN_TEXT_PX = 20.0
 MIN_TICK_PX = 24.0
 MIN_WIDGET_PX = 24.0
+# Classroom projectors: at either size every control and readout is in view and no text,
+# drawn or in a widget (tables too), is under 16 px (theme.MIN_GROWING_PIXELS).
+PROJECTORS = ((1280, 800), (1024, 768))
+MIN_SMALL_PX = theme.MIN_GROWING_PIXELS
 # A diagram keeps its aspect, so it fills its plot in one direction only: its drawing
 # must span most of the plot's width or height, and a fair part of its area.
 MIN_SPAN = 0.8
@@ -73,15 +80,38 @@ def test_lecture_hall_sizes_at_1920x1080(spec, build):
     assert all(size >= MIN_TICK_PX for size in ticks), ticks
     for widget in (page.view.readouts, page.view.controls, page.view.message):
         assert pixels(widget.font()) >= MIN_WIDGET_PX, type(widget).__name__
-    # In a lecture hall every control and readout is in view: no scrolling, nothing cut.
-    column = page.view._column
-    needed = column.widget().minimumSizeHint()
-    assert needed.height() <= column.viewport().height(), "the control column scrolls"
-    assert needed.width() <= column.viewport().width(), "the control column is cut"
+    assert_column_fits(page)
     for view in page.findChildren(QGraphicsView):
         if view.isVisible():
             span = content_span(view)
             assert max(span) >= MIN_SPAN and span[0] * span[1] >= MIN_AREA, span
+
+
+def assert_column_fits(page) -> None:  # noqa: ANN001
+    """In a lecture hall every control and readout is in view: no scrolling, nothing cut."""
+    column = page.view._column
+    needed = column.widget().minimumSizeHint()
+    assert needed.height() <= column.viewport().height(), "the control column scrolls"
+    assert needed.width() <= column.viewport().width(), "the control column is cut"
+
+
+def table_text_px(table: TextTable) -> float:
+    """The pixel size a table's text is painted at (smaller when it is too narrow)."""
+    return pixels(table.font()) * min(1.0, table.width() / table.painted_width())
+
+
+@pytest.mark.parametrize("size", PROJECTORS, ids=("1280x800", "1024x768"))
+@pytest.mark.parametrize("spec", FIGURES, ids=IDS)
+def test_small_projectors_show_everything_at_16_px(spec, size, build):
+    page = build(spec, "projector", size)
+    assert theme.screen_scale() == pytest.approx(min(1.0, size[0] / 1280))
+    smallest = min(page.view.text_items(), key=lambda item: item[1])
+    assert smallest[1] >= MIN_SMALL_PX - 0.05, smallest
+    for widget in (page.view.readouts, page.view.controls, page.view.message):
+        assert pixels(widget.font()) >= MIN_SMALL_PX - 0.05, type(widget).__name__
+    for table in page.findChildren(TextTable):
+        assert table_text_px(table) >= MIN_SMALL_PX - 0.05, table.header
+    assert_column_fits(page)
 
 
 @pytest.mark.parametrize("number", ("1.3", "3.2", "4.5"))
@@ -114,8 +144,10 @@ def test_the_scale_follows_the_window_in_steps(qapp):
         assert theme.screen_scale() == pytest.approx(1.35)
         theme.fit_to(2560, 1440)
         assert theme.screen_scale() == pytest.approx(1.8)
-        theme.fit_to(800, 600)  # never smaller than the design
-        assert theme.screen_scale() == 1.0
+        theme.fit_to(1024, 768)  # a smaller projector: the design's picture, smaller
+        assert theme.screen_scale() == pytest.approx(0.8)
+        theme.fit_to(800, 600)  # never smaller than that (16 px widget text)
+        assert theme.screen_scale() == pytest.approx(0.8)
         theme.fit_to(1920, 1080)
         theme.apply("dark", qapp)  # the normal look does not grow
         assert theme.screen_scale() == 1.0 and theme.font_factor() == 1.0

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import (
     QFrame,
     QGraphicsView,
@@ -65,6 +66,7 @@ class FigureView(QWidget):
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._column = scroll
+        left.installEventFilter(self)  # its needed height changed: column_changed
         self._fit_column()
 
         self.plot_area = QVBoxLayout()
@@ -89,6 +91,8 @@ class FigureView(QWidget):
         self._refresh_now()
 
     step_label = "Step"
+    # The control column's needed height may have changed (fonts, rows shown or hidden).
+    column_changed = Signal()
 
     def _fit_column(self) -> None:
         # Room for the scroll bar too, so it never covers the right-aligned values.
@@ -123,6 +127,15 @@ class FigureView(QWidget):
         """Every text drawn in this figure's plots, with its font's pixel size: labels,
         layers, cell texts, tick labels and axis titles (for tests of legibility)."""
         return drawn_texts(self._scenes)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self._column.widget() and event.type() == QEvent.LayoutRequest:
+            self.column_changed.emit()
+        return False
+
+    def column_height(self) -> int:
+        """The height the control column needs to show everything without scrolling."""
+        return self._column.widget().minimumSizeHint().height()
 
     def add_plot(self, widget: QWidget, stretch: int = 1) -> QWidget:
         self.plot_area.addWidget(widget, stretch)
@@ -177,8 +190,10 @@ class FigurePage(QWidget):
         title = QLabel(f"<b>Figure {spec.number}</b>&nbsp;&nbsp;{spec.title}")
         self.title = title
         title.setFont(theme.font(14))
+        # A long title must not hold the page wider than its screen (a 1024x768 projector
+        # before the look has shrunk to it): it may be cut at a width no screen shows.
+        title.setMinimumWidth(1)
         theme.look.changed.connect(self._apply_look)
-        self._fitted = False
         self._fit_timer = QTimer(self)
         self._fit_timer.setSingleShot(True)
         self._fit_timer.setInterval(self.FIT_DELAY_MS)
@@ -194,6 +209,19 @@ class FigurePage(QWidget):
         # A wrapping label asks for its height at 80 characters' width; the caption gets
         # the page's width, and the window must not grow taller than a 1280x800 screen.
         self.caption.setMinimumSize(1, 1)
+        # In the lecture hall a page too small for the caption and the control column
+        # folds the caption into the header's line (see _fold_caption); the button opens
+        # it again.
+        self.caption_line = ElidedLabel(QTextDocumentFragment.fromHtml(spec.caption)
+                                        .toPlainText())
+        self.caption_line.setToolTip(spec.caption)
+        self.caption_line.hide()
+        self.caption_button = QPushButton("Caption")
+        self.caption_button.setCheckable(True)
+        self.caption_button.setToolTip("Show the whole caption (folded to one line to "
+                                       "leave the controls room)")
+        self.caption_button.toggled.connect(self._show_caption)
+        self.caption_button.hide()
         self.reset_button = QPushButton("Reset")
         self.reset_button.setToolTip("Restore this figure's defaults (Ctrl+R)")
         self.reset_button.clicked.connect(model.reset)
@@ -203,16 +231,40 @@ class FigurePage(QWidget):
             lambda: self.explain_requested.emit(spec.lesson_anchor))
         header = QHBoxLayout()
         header.addWidget(title, 1)
+        header.addWidget(self.caption_line, 1)
+        header.addWidget(self.caption_button)
         header.addWidget(self.reset_button)
         header.addWidget(self.explain_button)
+        self._header = header
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.addLayout(header)
         layout.addWidget(self.caption)
         layout.addWidget(view, 1)
+        view.column_changed.connect(self._fold_caption)
 
     def _apply_look(self) -> None:
         self.title.setFont(theme.font(14))
+        self._fold_caption()
+
+    def _fold_caption(self) -> None:
+        """Fold the caption to one line when, in a look that grows (the lecture hall), the
+        whole caption would leave the control column too little height: a class sees
+        every control and readout at once, and the caption is a click away."""
+        layout = self.layout()
+        margins = layout.contentsMargins()
+        width = self.width() - margins.left() - margins.right()
+        room = (self.height() - margins.top() - margins.bottom() - 2 * layout.spacing()
+                - self._header.sizeHint().height() - self.caption.heightForWidth(width))
+        folded = theme.current().grows and self.view.column_height() > room
+        if folded == self.caption_button.isHidden():
+            self.caption_button.setVisible(folded)
+            self._show_caption(self.caption_button.isChecked() or not folded)
+
+    def _show_caption(self, whole: bool) -> None:
+        self.caption.setVisible(whole)
+        self.caption_line.setVisible(not whole)
+        self._header.setStretchFactor(self.title, 1 if whole else 0)
 
     # A scale step this large (full screen on or off, a new screen) is taken at once;
     # smaller ones (a window edge dragged) once the size has rested for FIT_DELAY_MS:
@@ -224,14 +276,40 @@ class FigurePage(QWidget):
         super().resizeEvent(event)
         # A look that grows scales everything drawn with the page (the whole screen, in
         # lecture mode); the theme does nothing when the scale is unchanged.
+        # Only the page in view: hidden ones (other figures, closed windows) are resized
+        # too, and fit to their size once shown.
+        if not self.isVisible():
+            return
         step = abs(theme.scale_for(self.width(), self.height()) - theme.screen_scale())
-        if step >= self.FIT_AT_ONCE or not self._fitted:
-            self._fitted = True
+        if step >= self.FIT_AT_ONCE:
             self._fit_timer.stop()
             self._fit()
         else:
             self._fit_timer.start()
 
+    def showEvent(self, event: object) -> None:  # noqa: N802
+        super().showEvent(event)
+        self._fit_timer.stop()
+        self._fit()
+
+    def hideEvent(self, event: object) -> None:  # noqa: N802
+        super().hideEvent(event)
+        self._fit_timer.stop()
+
     def _fit(self) -> None:
         theme.fit_to(self.width(), self.height())
+        self._fold_caption()  # also at an unchanged scale: the page's height changed
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text, cut with "…" to the width it is given (a folded caption)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._full = text
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.setText(self.fontMetrics().elidedText(self._full, Qt.ElideRight, self.width()))
 

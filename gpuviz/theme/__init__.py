@@ -138,9 +138,16 @@ _text_scale = 1.0
 # of the two ratios, so it still fits).
 DESIGN_SIZE = (1280, 800)
 MAX_SCREEN_SCALE = 3.0
+# Below the design size a look that grows shrinks too, down to the 1024x768 projector
+# (1024 / 1280): a projector throws its picture on the same screen whatever its pixel
+# count, so 16 px there reads as 20 px does at 1280x800, and the layout is the design's.
+MIN_SCREEN_SCALE = 0.8
 # In a look that grows, no drawn text is smaller than this (points before the scales): at
-# 1920x1080 it is 20 px.
+# 1920x1080 it is 20 px;
 MIN_GROWING_POINTS = 7.5
+# and no text at all is smaller than this, at any page size (widget text is 16 px at
+# MIN_SCREEN_SCALE).
+MIN_GROWING_PIXELS = 16.0
 _screen_scale = 1.0
 _page_size: tuple[int, int] | None = None
 
@@ -244,10 +251,12 @@ def line_width(base: float = 2.0) -> float:
 
 
 def font(point_size: float = 10.0, bold: bool = False) -> QFont:
+    points = point_size * font_factor()
     if _current.grows:
-        point_size = max(point_size, MIN_GROWING_POINTS)
+        points = max(max(point_size, MIN_GROWING_POINTS) * font_factor(),
+                     MIN_GROWING_PIXELS * 72 / 96)
     qfont = QFont()
-    qfont.setPointSizeF(point_size * font_factor())
+    qfont.setPointSizeF(points)
     qfont.setBold(bold)
     return qfont
 
@@ -257,7 +266,7 @@ def _scale_for(size: tuple[int, int] | None) -> float:
         return 1.0
     ratio = min(size[0] / DESIGN_SIZE[0], size[1] / DESIGN_SIZE[1])
     # In steps of 1/20: a window dragged a few pixels larger does not rescale everything.
-    return max(1.0, min(MAX_SCREEN_SCALE, math.floor(ratio * 20 + 1e-9) / 20))
+    return max(MIN_SCREEN_SCALE, min(MAX_SCREEN_SCALE, math.floor(ratio * 20 + 1e-9) / 20))
 
 
 def scale_for(width: int, height: int) -> float:
@@ -267,9 +276,9 @@ def scale_for(width: int, height: int) -> float:
 
 def fit_to(width: int, height: int) -> bool:
     """Tell the theme the size of the page that shows a figure (FigurePage does, on
-    resize). In a look that grows, text and lines scale with it from DESIGN_SIZE up; when
-    the scale changes, the application font follows and `look.changed` is emitted.
-    Returns whether the scale changed."""
+    resize). In a look that grows, text and lines scale with it from DESIGN_SIZE (down to
+    MIN_SCREEN_SCALE, up to MAX_SCREEN_SCALE); when the scale changes, the application
+    font follows and `look.changed` is emitted. Returns whether the scale changed."""
     global _page_size, _screen_scale
     _page_size = (int(width), int(height))
     scale = _scale_for(_page_size)

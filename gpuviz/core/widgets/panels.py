@@ -157,9 +157,16 @@ class TextTable(QWidget):
     """Rows of text cells painted by one widget: a muted header row, then rows each in one
     colour; numbers right-aligned, the columns named in `left` (words) left-aligned. Fixed
     height (`rows` body rows), so updates never relayout; an HTML table in a QLabel costs
-    more than a whole refresh to lay out."""
+    more than a whole refresh to lay out.
+
+    Too narrow for its columns, the widest word column wraps its cells onto more lines
+    (the height then grows, on a resize or when a longer text arrives); only a table that
+    is still too wide is drawn smaller, never clipped."""
 
     PADDING = 6
+    # A word column wraps only while it keeps this share of its one-line width (narrower,
+    # it would take many lines: the table is drawn smaller instead).
+    MIN_WRAP_SHARE = 0.3
 
     def __init__(self, header: Sequence[str], rows: int, accessible_name: str = "",
                  left: Sequence[int] = ()) -> None:
@@ -176,12 +183,12 @@ class TextTable(QWidget):
         """Row height, fonts and column widths from the widget's font (at build and when
         the look or text size changes it)."""
         self._line = self.fontMetrics().height() + 1  # the row height of the HTML table
-        self.setFixedHeight(self._line * (self._body_rows + 1) + 2)
         self._header_font = QFont(self.font())
         self._header_font.setBold(True)
         self._text_height = QFontMetricsF(self.font()).height()
         self._widths = [0.0] * len(self.header)
-        self._texts: dict[tuple[str, bool], tuple[QStaticText, float]] = {}
+        self._texts: dict[tuple[str, bool, float], tuple[QStaticText, float]] = {}
+        self._lay_out()
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802
         super().changeEvent(event)
@@ -189,10 +196,15 @@ class TextTable(QWidget):
             self._fit_font()
             self.update()
 
+    def resizeEvent(self, event: object) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._lay_out()
+
     def set_rows(self, rows: Sequence[tuple[Sequence[str], QColor]]) -> None:
         new = [(list(cells), QColor(color)) for cells, color in rows]
         if [(c, q.rgba()) for c, q in new] != [(c, q.rgba()) for c, q in self.rows]:
             self.rows = new
+            self._lay_out()
             self.update()
 
     def text(self) -> str:
@@ -200,45 +212,82 @@ class TextTable(QWidget):
         lines = ["\t".join(self.header)] + ["\t".join(cells) for cells, _ in self.rows]
         return "\n".join(lines)
 
+    def _lay_out(self) -> None:
+        """Column widths (they grow to fit and never shrink, so numbers do not jump
+        sideways), the wrapped column and its width when the widget is too narrow, the
+        lines of each row, and the height they take (set again only when it changes)."""
+        cells = [(self.header, self._header_font)] + [(row, self.font()) for row, _ in
+                                                      self.rows]
+        for texts, font in cells:
+            for i, text in enumerate(texts[:len(self._widths)]):
+                self._widths[i] = max(self._widths[i], self._static(text, font)[1])
+        self._wrap, self._wrap_width = -1, 0.0
+        natural = sum(self._widths) + 2 * self.PADDING * len(self._widths)
+        if natural > self.width() > 0 and self._left:
+            column = max(self._left, key=lambda i: self._widths[i])
+            room = self.width() - (natural - self._widths[column])
+            if room >= self.MIN_WRAP_SHARE * self._widths[column]:
+                self._wrap, self._wrap_width = column, float(room)
+        self._lines = [self._row_lines(texts, font) for texts, font in cells]
+        height = self._line * (sum(self._lines) + self._body_rows + 1 - len(cells)) + 2
+        if height != self.maximumHeight():
+            self.setFixedHeight(height)
+
+    def _row_lines(self, texts: Sequence[str], font: QFont) -> int:
+        if self._wrap < 0 or self._wrap >= len(texts):
+            return 1
+        static, _ = self._static(texts[self._wrap], font, self._wrap_width)
+        return max(1, round(static.size().height() / self._text_height))
+
+    def _column_widths(self) -> list[float]:
+        widths = list(self._widths)
+        if self._wrap >= 0:
+            widths[self._wrap] = self._wrap_width
+        return widths
+
+    def painted_width(self) -> float:
+        """The width the columns take (wrapped), before any shrinking to the widget."""
+        return sum(self._column_widths()) + 2 * self.PADDING * len(self._widths)
+
     def paintEvent(self, event: object) -> None:  # noqa: N802
         painter = QPainter(self)
-        header = [self._static(h, self._header_font) for h in self.header]
-        body = [([self._static(cell, self.font()) for cell in cells], color)
-                for cells, color in self.rows]
-        # Columns grow to fit and never shrink, so numbers do not jump sideways.
-        for cells in [header] + [cells for cells, _ in body]:
-            for i, (_, width) in enumerate(cells[:len(self._widths)]):
-                self._widths[i] = max(self._widths[i], width)
+        widths = self._column_widths()
         x, rights = 0.0, []
-        for width in self._widths:
+        for width in widths:
             x += width + 2 * self.PADDING
             rights.append(x - self.PADDING)
-        if x > self.width() > 0:  # too narrow for the columns: shrink the table, never clip it
+        if x > self.width() > 0:  # too narrow even wrapped: shrink the table, never clip it
             painter.scale(self.width() / x, self.width() / x)
-        painter.setFont(self._header_font)
-        painter.setPen(theme.color("muted"))
-        self._row(painter, header, rights, 0)
-        painter.setFont(self.font())
-        for r, (cells, color) in enumerate(body, start=1):
-            painter.setPen(color)
-            self._row(painter, cells, rights, r)
+        top = 0
+        for (cells, color), lines in zip([(self.header, None)] + self.rows, self._lines,
+                                         strict=True):
+            font = self._header_font if color is None else self.font()
+            painter.setFont(font)
+            painter.setPen(theme.color("muted") if color is None else color)
+            self._row(painter, cells, font, widths, rights, top)
+            top += lines * self._line
         painter.end()
 
-    def _static(self, text: str, font: QFont) -> tuple[QStaticText, float]:
-        """The cell's text laid out once (drawText lays it out on every paint)."""
-        key = (text, font.bold())
+    def _static(self, text: str, font: QFont, wrap: float = -1.0,
+                ) -> tuple[QStaticText, float]:
+        """The cell's text laid out once (drawText lays it out on every paint), wrapped
+        at `wrap` pixels when given."""
+        key = (text, font.bold(), wrap)
         if key not in self._texts:
             if len(self._texts) > 4096:
                 self._texts.clear()
             static = QStaticText(text)
+            if wrap > 0:
+                static.setTextWidth(wrap)
             static.prepare(QTransform(), font)
             self._texts[key] = (static, QFontMetricsF(font).horizontalAdvance(text))
         return self._texts[key]
 
-    def _row(self, painter: QPainter, cells: Sequence[tuple[QStaticText, float]],
-             rights: list[float], row: int) -> None:
-        top = row * self._line + (self._line - self._text_height) / 2
-        for column, ((static, width), right) in enumerate(zip(cells, rights, strict=False)):
-            x = (right - self._widths[column] if column in self._left
-                 else right - width)
+    def _row(self, painter: QPainter, cells: Sequence[str], font: QFont,
+             widths: list[float], rights: list[float], top: int) -> None:
+        top += (self._line - self._text_height) / 2
+        for column, (text, right) in enumerate(zip(cells, rights, strict=False)):
+            wrapped = column == self._wrap
+            static, width = self._static(text, font, self._wrap_width if wrapped else -1.0)
+            x = right - widths[column] if column in self._left else right - width
             painter.drawStaticText(QPointF(x, top), static)

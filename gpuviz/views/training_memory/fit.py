@@ -19,6 +19,8 @@ from gpuviz.models.training_memory import COMPONENTS, FIXES, effect_phrase, gb_t
 COMPONENT_ROLES = ("compute", "onchip", "idle", "memory", "highlight")
 BARS = ("as set", "with the fixes")
 BAR = 0.5
+LABEL_X = 1 + BAR / 2 + 0.05  # the parts' labels start here, right of the second bar
+X_END = 2.4  # the plot's right end, unless the labels need more room (_fit_x_range)
 
 
 class FitView(FigureView):
@@ -34,7 +36,8 @@ class FitView(FigureView):
         self.plot = plot_widget("", "Memory of one GPU (GB)")
         item = self.plot.getPlotItem()
         item.showGrid(x=False, y=True, alpha=0.25)
-        item.setXRange(-0.5, 2.4, padding=0)
+        self._x_end = X_END
+        item.setXRange(-0.5, X_END, padding=0)
         item.getAxis("bottom").setTicks([[(i, name) for i, name in enumerate(BARS)]])
         self.bars = CellGrid(font_size=8)
         item.addItem(self.bars)
@@ -53,6 +56,7 @@ class FitView(FigureView):
                              for _ in BARS]
         item.addItem(self.text)
         self._y_max = 0.0
+        item.getViewBox().sigResized.connect(self._fit_x_range)
         self.add_plot(self.plot, 3)
         self.table = TextTable(("Fix", "What it shrinks", "Effect now"), len(FIXES),
                                "What each fix changes", left=(0, 1, 2))
@@ -68,7 +72,7 @@ class FitView(FigureView):
         if y_max != self._y_max:
             self._y_max = y_max
             item.setYRange(0, y_max, padding=0)
-            self.text.set_bounds(QRectF(-0.5, 0, 3, y_max))
+            self.text.set_bounds(QRectF(-0.5, 0, self._x_end + 0.5, y_max))
         rects, fills = [], []
         for x, budget in enumerate(budgets):
             parts = np.array(budget.parts) * scale
@@ -87,7 +91,7 @@ class FitView(FigureView):
         bottoms = np.concatenate([[0.0], np.cumsum(after)[:-1]])
         # Each part's label beside its part, else moved up or down in small steps.
         steps = np.array(sorted(range(-16, 17), key=abs)) * y_max / 32
-        x = 1 + BAR / 2 + 0.05
+        x = LABEL_X
         for (_, name), label, bottom, height in zip(COMPONENTS, self.part_labels, bottoms,
                                                     after, strict=True):
             label.setText(f"{name} {gb_text(height / scale)}")
@@ -96,18 +100,19 @@ class FitView(FigureView):
                                              if 0 <= middle + step <= y_max])
         pixel = item.getViewBox().viewPixelSize()
         capacity, usable = out.capacity * scale, out.usable * scale
-        self.capacity.set_line(-0.5, capacity, 2.4, capacity, pixel)
-        self.usable.set_line(-0.5, usable, 2.4, usable, pixel)
+        end = self._x_end
+        self.capacity.set_line(-0.5, capacity, end, capacity, pixel)
+        self.usable.set_line(-0.5, usable, end, usable, pixel)
         self.capacity_label.setText(f"{self.model_gpu_name()} {capacity:,.0f} GB")
         self.usable_label.setText(f"85%: {usable:,.0f} GB")
         # Above the solid line, under the dashed one; the other side if that is taken.
-        self.text.set_candidates(self.capacity_label, [(2.35, capacity, 1, 1.0),
-                                                       (2.35, capacity, 1, 0.0)])
-        self.text.set_candidates(self.usable_label, [(2.35, usable, 1, 0.0),
-                                                     (2.35, usable, 1, 1.0)])
+        self.text.set_candidates(self.capacity_label, [(end - 0.05, capacity, 1, 1.0),
+                                                       (end - 0.05, capacity, 1, 0.0)])
+        self.text.set_candidates(self.usable_label, [(end - 0.05, usable, 1, 0.0),
+                                                     (end - 0.05, usable, 1, 1.0)])
         self.text.set_order([self.capacity_label, self.usable_label, *self.total_labels])
-        self.text.set_obstacles(np.array([(-0.5, capacity, 2.4, capacity),
-                                          (-0.5, usable, 2.4, usable)]))
+        self.text.set_obstacles(np.array([(-0.5, capacity, end, capacity),
+                                          (-0.5, usable, end, usable)]))
         self.text.place()
 
         rows = []
@@ -131,6 +136,28 @@ class FitView(FigureView):
             self.message.show_message(
                 f"Does not fit: {gb_text(total)} needed, {gb_text(out.capacity)} on the "
                 f"GPU. Tick fixes in the list.", True)
+
+    def apply_look(self) -> None:
+        super().apply_look()
+        self._fit_x_range()  # the labels' font changed
+
+    def _fit_x_range(self) -> None:
+        """Room right of the second bar for the widest label a part can have, at the
+        plot's width: a narrow plot (a small projector) widens the range rather than let
+        the labels run over the bars. On a resize, never in refresh (no jumps while a
+        control is dragged)."""
+        width = self.plot.getPlotItem().getViewBox().width()
+        label = self.part_labels[0].metrics
+        # Three significant digits and a unit: "88.8 GB" is as wide as any.
+        needed = max(label.horizontalAdvance(f"{name} 88.8 GB") for _, name in COMPONENTS) + 8
+        # (end - LABEL_X) of (end + 0.5) data units is the labels' share of the width.
+        end = X_END if needed >= 0.7 * width else max(
+            X_END, (LABEL_X * width + 0.5 * needed) / (width - needed))
+        if end != self._x_end:
+            self._x_end = end
+            self.plot.getPlotItem().setXRange(-0.5, end, padding=0)
+            self.text.set_bounds(QRectF(-0.5, 0, end + 0.5, self._y_max))
+            self.schedule_refresh()
 
     def model_gpu_name(self) -> str:
         from gpuviz.data.hardware import gpu
