@@ -436,6 +436,17 @@ LESSONS: tuple[Lesson, ...] = (
             "not. Take t past 8 and see the ring leave the server.",
             "tensor_pipeline.tp_comm:TpCommModel", "tensor_pipeline.tp_comm:TpCommView",
             "tp-communication"),
+        FigureSpec(
+            "9.4", "layout", "Plan a layout: TP × PP × DP",
+            "Each box is a server of 8 GPUs, coloured by TP group, PP stage or DP replica "
+            "(the colours only tell groups apart; violet GPUs are left out). The bar is "
+            "the memory of one GPU of the first pipeline stage against its HBM, with the "
+            "10–20% to keep free for what this estimate leaves out; warnings are magenta. "
+            "<i>Try this:</i> start from 70B on 8 servers with TP 8 and PP 8, then try PP 4 "
+            "with and without ZeRO-1, then TP 16. Then pick the 7B model and find the "
+            "smallest TP and PP that fit.",
+            "tensor_pipeline.layout:LayoutModel", "tensor_pipeline.layout:LayoutView",
+            "plan-a-layout"),
     )),
     Lesson(10, "sequence_expert", "Sequence, context and expert parallelism",
            "10-sequence-expert.md"),

@@ -1,0 +1,132 @@
+"""Figure 9.4: servers of 8 GPUs coloured by TP group, PP stage or DP replica, and the
+memory of one first-stage GPU against its HBM."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import format_value
+from gpuviz.core.plots import CellGrid, Legend, Segment, diagram_widget, pen, plot_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.models.memory import GB
+from gpuviz.models.tensor_pipeline.layout import KEEP_FREE, LayoutOut
+from gpuviz.models.tensor_pipeline.tp_comm import GPUS_PER_NODE
+
+SERVERS_PER_ROW = 4
+GPU_COLUMNS = 4  # a server's 8 GPUs in 2 rows of 4
+SERVER_W, SERVER_H = GPU_COLUMNS + 0.5, GPUS_PER_NODE // GPU_COLUMNS + 0.9
+HEAD = 0.55  # the server's name above its GPUs
+PARTS = (("weights", "compute", "weights"), ("gradients", "onchip", "gradients"),
+         ("optimizer", "idle", "optimizer states"), ("activations", "memory", "activations"))
+
+
+def server_rects(servers: int) -> tuple[np.ndarray, np.ndarray]:
+    """Frames of the servers and the cells of their GPUs, in GPU order."""
+    frames, cells = [], []
+    for s in range(servers):
+        x0 = (s % SERVERS_PER_ROW) * (SERVER_W + 0.3)
+        y0 = (s // SERVERS_PER_ROW) * (SERVER_H + 0.3)
+        frames.append((x0, y0, SERVER_W, SERVER_H))
+        for g in range(GPUS_PER_NODE):
+            cells.append((x0 + 0.25 + g % GPU_COLUMNS, y0 + HEAD + g // GPU_COLUMNS, 0.9, 0.9))
+    return np.array(frames), np.array(cells)
+
+
+class LayoutView(FigureView):
+    def build(self) -> None:
+        for name in ("preset", "nodes"):
+            self.controls.add(name)
+        self.controls.add_grid(("tp", "pp"))
+        self.controls.add_grid(("zero1", "checkpointing"))
+        for name in ("seq", "micro_batch", "global_batch", "colour_by"):
+            self.controls.add(name)
+
+        canvas, self.box = diagram_widget()
+        self.frames = CellGrid(font_size=8)
+        self.gpus = CellGrid(font_size=9)
+        self.box.addItem(self.frames)
+        self.box.addItem(self.gpus)
+        self.add_plot(canvas, 3)
+
+        self.bar_plot = plot_widget("Memory of one GPU of the first stage (GB)")
+        item = self.bar_plot.getPlotItem()
+        item.setYRange(-0.6, 1.4, padding=0)
+        item.getAxis("left").setTicks([[], []])
+        item.showGrid(x=True, y=False, alpha=0.25)
+        self.bar = CellGrid(font_size=9)
+        item.addItem(self.bar)
+        self.hbm_line = Segment(pen("highlight", 2.5))
+        self.free_lines = [Segment(pen("neutral", 1.5, Qt.DashLine)) for _ in KEEP_FREE]
+        for line in (self.hbm_line, *self.free_lines):
+            item.addItem(line)
+        self.labels = TextLayer(QRectF(0, -0.6, 100, 2.0), keep_inside=True)
+        self.hbm_label = self.labels.add(role="highlight", size=9, bold=True, anchor=(1.05, 1))
+        self.free_label = self.labels.add("keep 10–20% free", role="text", size=9,
+                                          anchor=(1.05, 1))
+        self.total_label = self.labels.add(role="text", size=10, bold=True, anchor=(-0.05, 0.5))
+        item.addItem(self.labels)
+        legend = Legend(item, anchor=(0, 0))
+        for _, role, text in PARTS:
+            legend.add_box(text, theme.color(role), hatch=False)
+        self._top = 0.0
+        self.add_plot(self.bar_plot, 2)
+
+    def refresh(self) -> None:
+        out: LayoutOut = self.model.out
+        lay = out.layout
+        servers = lay.gpus // GPUS_PER_NODE
+        frames, cells = server_rects(servers)
+        if self.needs_update("servers", servers):
+            self.frames.set_cells(
+                np.column_stack([frames[:, :3], np.full(servers, HEAD)]),
+                [None] * servers, [theme.color("muted")] * servers,
+                [f"server {s + 1}" for s in range(servers)], text_color=theme.color("text"))
+            rows = -(-servers // SERVERS_PER_ROW)
+            width = min(servers, SERVERS_PER_ROW) * (SERVER_W + 0.3)
+            self.box.setRange(xRange=(-0.2, width), yRange=(-0.2, rows * (SERVER_H + 0.3)),
+                              padding=0)
+        groups = lay.groups(self.model.colour_by)
+        if self.needs_update("groups", (groups.tobytes(), self.model.colour_by)):
+            fills = [theme.series(int(g)) if g >= 0 else theme.color("idle") for g in groups]
+            texts = [str(g + 1) if g >= 0 else "" for g in groups]
+            self.gpus.set_cells(cells, fills, texts=texts)
+
+        mem = out.memory
+        parts = [getattr(mem.states, attr) if attr != "activations" else mem.activations
+                 for attr, _, _ in PARTS]
+        hbm = out.hbm / GB
+        top = nice_ceiling(max(mem.total / GB, hbm) * 1.15, FINE_STEPS)
+        item = self.bar_plot.getPlotItem()
+        if top != self._top:
+            self._top = top
+            item.setXRange(0, top, padding=0)
+            self.labels.set_bounds(QRectF(0, -0.6, top, 2.0))
+        starts = np.concatenate([[0.0], np.cumsum(parts)[:-1]]) / GB
+        self.bar.set_cells(np.array([(x, -0.3, p / GB, 0.6) for x, p in zip(starts, parts,
+                                                                            strict=True)]),
+                           [theme.color(role) for _, role, _ in PARTS],
+                           [theme.color("background")] * len(PARTS),
+                           texts=[format_value(p / GB, "GB") for p in parts],
+                           hatch=[False] * len(PARTS))
+        pixel = item.getViewBox().viewPixelSize()
+        self.hbm_line.set_line(hbm, -0.5, hbm, 0.9, pixel)
+        for line, share in zip(self.free_lines, KEEP_FREE, strict=True):
+            line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), 0.9, pixel)
+        self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
+        self.hbm_label.setPos(hbm, 1.3)
+        self.free_label.setPos(hbm * (1 - KEEP_FREE[0]), 0.95)
+        self.total_label.setText(format_value(mem.total / GB, "GB"))
+        self.total_label.setPos(mem.total / GB, 0.0)
+
+        if out.warnings:
+            self.message.show_message(" ".join(out.warnings), warn=True)
+        else:
+            self.message.show_message(
+                f"TP {lay.tp} × PP {lay.pp} × DP {lay.dp} = {lay.gpus} GPUs. A first-stage "
+                f"GPU holds {format_value(mem.total / GB, 'GB')} of "
+                f"{format_value(hbm, 'GB')}, {100 * out.free:.0f}% free; 1F1B keeps "
+                f"{format_value(mem.in_flight)} micro-batches in flight there.")
