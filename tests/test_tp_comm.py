@@ -18,7 +18,7 @@ def test_ratio_is_the_closed_form_and_needs_no_tokens():
     out = m.out
     cfg = model(tc.DEFAULT_MODEL)
     w = tc.layer_matmul_weights(cfg)
-    x, b = m.tflops * 1e12, tc.link("nvlink").bandwidth
+    x, b = m.tflops * 1e12, tc.link_of("nvlink").bandwidth
     assert out.ratio == pytest.approx(8 / 3 * 7 * cfg.hidden * x / (w * b))
     assert out.ratio == pytest.approx(0.1589, abs=5e-5)  # Llama 2 70B, t = 8, 400 TFLOP/s
     assert out.matmul == pytest.approx(6.57e-3, rel=1e-3) and out.allreduce == pytest.approx(

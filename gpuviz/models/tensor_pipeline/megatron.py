@@ -229,7 +229,7 @@ class MegatronModel(SteppedModel):
         needed = [s.width for s in out.stages if s.kind == ALLREDUCE]
         return {
             "step": Readout("Step", out.done, total=len(out.stages)),
-            "now": Readout("This step", shown=now),
+            "now": Readout("This step", name=now),
             "allreduces": Readout("All-reduces", out.allreduces),
             "allreduced": Readout("All-reduced per token", out.allreduced_width, "× h",
                                   decimals=0),

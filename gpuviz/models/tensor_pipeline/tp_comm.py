@@ -57,7 +57,7 @@ def layer_matmul_weights(cfg: ModelConfig) -> int:
     return sum(block.count for block in layer_weight_blocks(cfg) if block.name != "small")
 
 
-def link(name: str, gpu_key: str = DEFAULT_GPU) -> Link:
+def link_of(name: str, gpu_key: str = DEFAULT_GPU) -> Link:
     """"nvlink" or "network" (InfiniBand) of the GPU's data file."""
     return nvlink(gpu_key) if name == "nvlink" else network(gpu_key)
 
@@ -127,7 +127,7 @@ class TpCommModel(PredictFirstModel):
     def compute(self) -> TpCommOut:
         cfg = model(self.preset)
         weights, flops = layer_matmul_weights(cfg), self.tflops * 1e12
-        bandwidth = {name: link(name).bandwidth for name, _ in LINKS}
+        bandwidth = {name: link_of(name).bandwidth for name, _ in LINKS}
         ratios = {name: tp_ratio(TP_DEGREES, cfg.hidden, weights, flops, b)
                   for name, b in bandwidth.items()}
         t, tokens = self.tp, self.tokens
@@ -142,8 +142,8 @@ class TpCommModel(PredictFirstModel):
     def answer_text(self) -> str:
         factor = self.out.link_factor
         return (f"{factor:.2f}×: the bytes and the FLOPs are the same, only the bandwidth "
-                f"differs ({link('nvlink').bandwidth / 1e9:.0f} against "
-                f"{link('network').bandwidth / 1e9:.0f} GB/s), so the ratio scales by it at "
+                f"differs ({link_of('nvlink').bandwidth / 1e9:.0f} against "
+                f"{link_of('network').bandwidth / 1e9:.0f} GB/s), so the ratio scales by it at "
                 f"every t. Your guess of {self.guess_factor:.2f}× is "
                 f"{self.how_close(self.guess_factor, factor)}.")
 
@@ -154,7 +154,7 @@ class TpCommModel(PredictFirstModel):
             "allreduce": time_readout("Its 4 all-reduces", out.allreduce),
             "ratio": Readout("All-reduce / matmul", out.ratio, "×"),
             "message": si_readout("One all-reduce", out.message, "B"),
-            "link_used": Readout("Ring runs over", shown=dict(LINKS)[out.link_used]),
+            "link_used": Readout("Ring runs over", name=dict(LINKS)[out.link_used]),
             "crosses_nodes": Readout(f"Crosses {GPUS_PER_NODE}-GPU servers",
                                      out.crosses_nodes),
             "link_factor": self.answer(Readout("InfiniBand ÷ NVLink", out.link_factor, "×")),

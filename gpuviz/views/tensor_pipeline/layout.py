@@ -9,14 +9,14 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, plural
 from gpuviz.core.plots import CellGrid, Legend, Segment, diagram_widget, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.memory import GB
 from gpuviz.models.tensor_pipeline.layout import KEEP_FREE, LayoutOut
 from gpuviz.models.tensor_pipeline.tp_comm import GPUS_PER_NODE
 
-SERVERS_PER_ROW = 4
+WIDE_FROM = 9  # servers: from here on 8 to a row, to use the canvas's width
 GPU_COLUMNS = 4  # a server's 8 GPUs in 2 rows of 4
 SERVER_W, SERVER_H = GPU_COLUMNS + 0.5, GPUS_PER_NODE // GPU_COLUMNS + 0.9
 HEAD = 0.55  # the server's name above its GPUs
@@ -24,12 +24,17 @@ PARTS = (("weights", "compute", "weights"), ("gradients", "onchip", "gradients")
          ("optimizer", "idle", "optimizer states"), ("activations", "memory", "activations"))
 
 
+def servers_per_row(servers: int) -> int:
+    return 8 if servers >= WIDE_FROM else 4
+
+
 def server_rects(servers: int) -> tuple[np.ndarray, np.ndarray]:
     """Frames of the servers and the cells of their GPUs, in GPU order."""
     frames, cells = [], []
+    per_row = servers_per_row(servers)
     for s in range(servers):
-        x0 = (s % SERVERS_PER_ROW) * (SERVER_W + 0.3)
-        y0 = (s // SERVERS_PER_ROW) * (SERVER_H + 0.3)
+        x0 = (s % per_row) * (SERVER_W + 0.3)
+        y0 = (s // per_row) * (SERVER_H + 0.3)
         frames.append((x0, y0, SERVER_W, SERVER_H))
         for g in range(GPUS_PER_NODE):
             cells.append((x0 + 0.25 + g % GPU_COLUMNS, y0 + HEAD + g // GPU_COLUMNS, 0.9, 0.9))
@@ -85,8 +90,9 @@ class LayoutView(FigureView):
                 np.column_stack([frames[:, :3], np.full(servers, HEAD)]),
                 [None] * servers, [theme.color("muted")] * servers,
                 [f"server {s + 1}" for s in range(servers)], text_color=theme.color("text"))
-            rows = -(-servers // SERVERS_PER_ROW)
-            width = min(servers, SERVERS_PER_ROW) * (SERVER_W + 0.3)
+            per_row = servers_per_row(servers)
+            rows = -(-servers // per_row)
+            width = min(servers, per_row) * (SERVER_W + 0.3)
             self.box.setRange(xRange=(-0.2, width), yRange=(-0.2, rows * (SERVER_H + 0.3)),
                               padding=0)
         groups = lay.groups(self.model.colour_by)
@@ -118,7 +124,7 @@ class LayoutView(FigureView):
             line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), 0.9, pixel)
         self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
         self.hbm_label.setPos(hbm, 1.3)
-        self.free_label.setPos(hbm * (1 - KEEP_FREE[0]), 0.95)
+        self.free_label.setPos(hbm * (1 - KEEP_FREE[1]), 1.3)
         self.total_label.setText(format_value(mem.total / GB, "GB"))
         self.total_label.setPos(mem.total / GB, 0.0)
 
@@ -129,4 +135,4 @@ class LayoutView(FigureView):
                 f"TP {lay.tp} × PP {lay.pp} × DP {lay.dp} = {lay.gpus} GPUs. A first-stage "
                 f"GPU holds {format_value(mem.total / GB, 'GB')} of "
                 f"{format_value(hbm, 'GB')}, {100 * out.free:.0f}% free; 1F1B keeps "
-                f"{format_value(mem.in_flight)} micro-batches in flight there.")
+                f"{plural(mem.in_flight, 'micro-batch', 'micro-batches')} in flight there.")

@@ -41,7 +41,9 @@ class MegatronView(FigureView):
         self.box.addItem(self.cells)
         self.box.addItem(self.headers)
         self.text = TextLayer(QRectF(-LEFT_ROOM, -HEADER_H, 20, 6))
-        self.gpu_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5)) for _ in range(4)]
+        most = int(self.model.parameter("gpus").maximum)
+        self.gpu_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5))
+                           for _ in range(most)]
         self.box.addItem(self.text)
         legend = Legend(self.box, anchor=(1, 1))
         legend.add_box("held in memory", theme.color("memory_light"))
