@@ -67,6 +67,10 @@ MAX_PAGES = 4
 LESSON_PANE_SHARE = 0.3
 LESSON_PANE_WIDTHS = (300, 600)
 MIN_FIGURE_WIDTH = 760
+# Narrower than this even so (px at normal text size: a 1024x768 projector in the projector
+# look), the figure gives way while the pane is open: the lesson text takes its place, and
+# closing the pane (Ctrl+L) brings the figure back.
+LEAST_FIGURE_WIDTH = 600
 # The sidebar is as wide as its widest title, but at most this share of the window (a few
 # long titles are elided and have a tooltip; the splitter widens the list).
 SIDEBAR_MAX_SHARE = 0.28
@@ -425,20 +429,26 @@ class MainWindow(QMainWindow):
         scale = theme.current().font_scale * self.text_scale
         low, high = (round(width * scale) for width in LESSON_PANE_WIDTHS)
         pane = max(low, min(high, round(LESSON_PANE_SHARE * self.width())))
-        shown = [not widget.isHidden() for widget in (self.sidebar, self.stack,
-                                                      self.lesson_pane)]
-        room = self.splitter.width() - self.splitter.handleWidth() * (sum(shown) - 1)
+        shown = [not widget.isHidden() for widget in (self.sidebar, self.lesson_pane)]
+        room = self.splitter.width() - self.splitter.handleWidth() * sum(shown)
         sidebar = (self.splitter.sizes()[0] or self._sidebar_before_pane or 0) if shown[0] else 0
         self._sidebar_before_pane = None
         if sidebar and room - sidebar - pane < MIN_FIGURE_WIDTH * scale:
             self._sidebar_before_pane = sidebar
             sidebar = 0
-        self.splitter.setSizes([sidebar, max(room - sidebar - pane, 0), pane])
+        crowded = room - sidebar - pane < LEAST_FIGURE_WIDTH * scale
+        if crowded and not self.stack.isHidden():
+            self.statusBar().showMessage("The lesson text is in the figure's place (the "
+                                         "window is narrow): Ctrl+L shows the figure", 8000)
+        self.stack.setHidden(crowded)
+        figure = 0 if crowded else room - sidebar - pane
+        self.splitter.setSizes([sidebar, figure, room - sidebar - figure])
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
         # The pane closed (by any means, not with the window): the sidebar comes back.
         if (watched is self.lesson_pane and event.type() == QEvent.Hide
                 and self.lesson_pane.isHidden()):
+            self.stack.show()
             self._restore_sidebar()
         elif watched is self.lesson_pane.viewport() and event.type() == QEvent.Resize:
             self._wrap_timer.start()  # once the width settles (a splitter drag resizes often)

@@ -220,6 +220,21 @@ def test_the_lesson_pane_leaves_the_figure_room(size, theme_name, collapsed, siz
     assert window.stack.width() == window.splitter.width() - sidebar - window.splitter.handleWidth()
 
 
+def test_on_a_small_projector_the_lesson_text_takes_the_figures_place(sized, qapp):
+    """At 1024x768 in the projector look even a folded sidebar leaves the figure too
+    narrow beside the pane: the text takes the figure's place until the pane closes."""
+    window = sized((1024, 768), "projector")
+    qapp.processEvents()
+    sidebar = window.sidebar.width()
+    window.explain()
+    qapp.processEvents()
+    assert window.stack.isHidden()
+    assert window.lesson_pane.width() >= window.splitter.width() - 2 * window.splitter.handleWidth()
+    window.toggle_lesson_pane()
+    qapp.processEvents()
+    assert not window.stack.isHidden() and window.splitter.sizes()[0] == sidebar
+
+
 def test_a_sidebar_collapsed_by_the_pane_comes_back_at_the_next_start(sized, qapp, qtbot):
     window = sized((1280, 800))
     window.explain()
