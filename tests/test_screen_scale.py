@@ -114,6 +114,19 @@ def test_small_projectors_show_everything_at_16_px(spec, size, build):
     assert_column_fits(page)
 
 
+def test_the_caption_folds_only_where_the_column_needs_the_room(build):
+    page = build(catalog.figure("7.3"), "projector", (1280, 800))
+    assert page.caption.isHidden() and page.caption_line.isVisible()
+    page.caption_button.click()  # the whole caption, on demand (the column may scroll)
+    assert page.caption.isVisible() and page.caption_line.isHidden()
+    page.caption_button.click()
+    assert page.caption.isHidden()
+    page.resize(1920, 1080)  # room enough: the caption is whole again, with no button
+    drive.settle()
+    assert page.caption.isVisible() and page.caption_button.isHidden()
+    assert build(catalog.figure("7.3"), "dark", (1280, 800)).caption.isVisible()
+
+
 @pytest.mark.parametrize("number", ("1.3", "3.2", "4.5"))
 def test_the_dark_look_keeps_its_sizes(number, build):
     spec = catalog.figure(number)
