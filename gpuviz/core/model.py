@@ -230,17 +230,17 @@ class Readout:
     def json(self) -> dict[str, Any]:
         """The readout for machines: value (none for a name; null for infinity and what
         is not defined), unit, text, total when there is one, hidden when it is."""
-        entry = {} if self.name else {"value": _plain_number(self.value)}
+        entry = {} if self.name else {"value": _json_number(self.value)}
         entry |= {"unit": self.unit, "text": self.revealed_text}
         if self.total is not None:
-            entry["total"] = _plain_number(self.total)
+            entry["total"] = _json_number(self.total)
         if self.hidden:
             entry["hidden"] = True
         return entry
 
 
-def _plain_number(value: float | int | bool | None) -> float | int | bool | None:
-    """JSON has no infinity or NaN: None."""
+def _json_number(value: float | int | bool | None) -> float | int | bool | None:
+    """A number for JSON, which has no infinity or NaN: those are None."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
