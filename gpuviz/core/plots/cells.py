@@ -13,6 +13,8 @@ from PySide6.QtGui import QColor, QPainter, QPen, QStaticText, QTransform
 from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, pixel_size
 
+PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
+
 
 class CellGrid(pg.GraphicsObject):
     """Rectangles with fills, optional outlines and optional centred text, all painted in
@@ -56,6 +58,10 @@ class CellGrid(pg.GraphicsObject):
         self._text_color: QColor | None = None
         self._texts: list[str] = []
         self._fills: list[QColor | None] = []
+        # What is painted, per cell and for the whole grid: set_cells compares the new
+        # cells with it to repaint only those that changed.
+        self._shown: tuple | None = None
+        self._shown_look: tuple | None = None
 
     def apply_look(self) -> None:
         """Take the current look's font and line sizes (the texts are laid out again)."""
@@ -82,7 +88,8 @@ class CellGrid(pg.GraphicsObject):
         contrasts with the fill). text_color: one colour for every text (default: per
         cell, the one that reads on its fill)."""
         array = np.asarray(rects, dtype=float).reshape(-1, 4)
-        if not np.array_equal(array, self._array):
+        moved = not np.array_equal(array, self._array)
+        if moved:
             # Most refreshes only recolour; rebuild the rectangles only when they move.
             self.prepareGeometryChange()
             self._array = array.copy()
@@ -104,7 +111,11 @@ class CellGrid(pg.GraphicsObject):
                 hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
         self._hatch_groups = [(fill, hatch_ink, self._array[rows])
                               for fill, rows in hatched.values()]
-        self._outline_groups = _group(self._rects, outlines) if outlines is not None else []
+        outline_groups = _group(self._rects, outlines) if outlines is not None else []
+        if (bool(outline_groups), outline_width) != (bool(self._outline_groups),
+                                                     self._outline_base):
+            self.prepareGeometryChange()  # the room kept for the outlines changes
+        self._outline_groups = outline_groups
         if texts is not None and len(texts) != len(self._rects):
             raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
         self._texts = list(texts) if texts is not None else []
@@ -114,7 +125,43 @@ class CellGrid(pg.GraphicsObject):
         self._outline_base = outline_width
         self._outline_width = theme.line_width(outline_width)
         self._outline_style = outline_style
-        self.update()
+        shown = (_keys(fills), None if outlines is None else _keys(outlines),
+                 None if texts is None else np.array(self._texts, dtype=object),
+                 np.asarray(hatch, dtype=bool))
+        look = (outline_width, outline_style, _key(text_color), _key(hatch_ink))
+        changed = None if moved or look != self._shown_look else self._changed(shown)
+        self._shown, self._shown_look = shown, look
+        if changed is None:
+            self.update()
+        else:
+            self._update_cells(np.flatnonzero(changed))
+
+    def _changed(self, shown: tuple) -> np.ndarray | None:
+        """Which cells look different from what is painted (fill, outline, text, hatch),
+        or None when the whole grid is to be repainted: a text may then be drawn past
+        its cell."""
+        if self._shown is None or not self._fit_texts or self._multiline:
+            return None
+        changed = np.zeros(len(self._rects), dtype=bool)
+        for new, old in zip(shown, self._shown, strict=True):
+            if (new is None) != (old is None):
+                return None
+            if new is not None:
+                changed |= new != old
+        return changed
+
+    def _update_cells(self, rows: np.ndarray) -> None:
+        """Repaint these cells only (a step of an animation, a slider that recolours a
+        few), or the whole grid when many changed."""
+        if len(rows) > PARTIAL_SHARE * len(self._rects):
+            self.update()
+            return
+        transform = self.sceneTransform()
+        pad = self._outline_width / 2 + 2  # pixels: the outline's outer half, and a text
+        # that fits its cell may pass its edge by a pixel
+        dx, dy = pad / (abs(transform.m11()) or 1.0), pad / (abs(transform.m22()) or 1.0)
+        for x, y, w, h in self._array[rows].tolist():
+            self.update(QRectF(x - dx, y - dy, w + 2 * dx, h + 2 * dy))
 
     def _lay_out_texts(self) -> None:
         texts = self._texts
@@ -156,7 +203,14 @@ class CellGrid(pg.GraphicsObject):
         return self._static
 
     def boundingRect(self) -> QRectF:
-        return self._bounds
+        # Outlines are centred on the cell edges: the outer half of a thick one lies
+        # outside the cells, and would be left behind on the screen when it moves.
+        if not self._outline_groups:
+            return self._bounds
+        transform = self.sceneTransform()
+        pad = self._outline_width / 2
+        dx, dy = pad / (abs(transform.m11()) or 1.0), pad / (abs(transform.m22()) or 1.0)
+        return self._bounds.adjusted(-dx, -dy, dx, dy)
 
     def paint(self, painter: QPainter, *args: object) -> None:
         painter.setRenderHint(QPainter.Antialiasing, False)
@@ -237,6 +291,14 @@ class CellGrid(pg.GraphicsObject):
             self.clicked.emit(index)
             self.clicked_at.emit(event.pos())
 
+
+
+def _key(color: QColor | None) -> int:
+    return -1 if color is None else color.rgba()
+
+
+def _keys(colors: Sequence[QColor | None]) -> np.ndarray:
+    return np.fromiter((_key(color) for color in colors), dtype=np.int64, count=len(colors))
 
 
 def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:

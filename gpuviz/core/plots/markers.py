@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainterPath, QPen, QPixmap
+from PySide6.QtGui import QColor, QGuiApplication, QPainterPath, QPen, QPixmap
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsLineItem,
@@ -70,23 +70,24 @@ class Dots:
 
 
 class _Dot(QGraphicsPixmapItem):
-    """One marker of Dots, drawn anew at the look's size."""
+    """One marker of Dots, drawn anew at the look's size, at the screens' device pixel
+    ratio (on a 4K laptop a pixmap drawn at ratio 1 would be scaled up, blurred)."""
 
     def __init__(self, size: float, outline: QPen, fill: pg.QtGui.QBrush) -> None:
         super().__init__()
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
         self._symbol = (size, outline, fill)
-        self._drawn_at = 0.0
+        self._drawn_at = (0.0, 0.0)
         self.apply_look()
 
     def apply_look(self) -> None:
-        scale = theme.screen_scale()
-        if scale != self._drawn_at:
-            self._drawn_at = scale
+        scale, ratio = theme.screen_scale(), QGuiApplication.instance().devicePixelRatio()
+        if (scale, ratio) != self._drawn_at:
+            self._drawn_at = (scale, ratio)
             size, outline, fill = self._symbol
-            image = renderSymbol("o", size * scale, outline, fill)
+            image = renderSymbol("o", size * scale, outline, fill, dpr=ratio)
             self.setPixmap(QPixmap.fromImage(image))
-            self.setOffset(-image.width() / 2, -image.height() / 2)
+            self.setOffset(-image.width() / ratio / 2, -image.height() / ratio / 2)
 
 
 class Segment(QGraphicsLineItem):

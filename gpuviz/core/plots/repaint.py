@@ -35,6 +35,8 @@ def repaint_together(widget: QWidget, scenes: Sequence[QGraphicsScene]) -> None:
     UpdateRequest, for a prompt repaint): a figure with n plots repainted the window n
     times per change, its controls in the first pass. Here the scenes' requests are held
     back while they all run, and one repaint follows."""
+    # Layouts the refresh changed (a wider tick label) first, as Qt would before painting.
+    QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
     for scene in scenes:
         scene.prepareForPaint()
     if len(scenes) < 2 or not widget.isVisible():
