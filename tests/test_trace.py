@@ -23,8 +23,10 @@ from gpuviz.core.trace import (
     write_trace,
 )
 
-TIMELINE_FIGURES = ("8.2", "8.3")
+TIMELINE_FIGURES = ("1.2", "7.4", "8.2", "8.3")
 SETTINGS = {  # defaults, and settings that change the shape of the timeline
+    "1.2": [{}, {"warps": 16, "issue_cycles": 1}],
+    "7.4": [{}, {"scheme": "flat"}, {"scheme": "flat", "nodes": 1}, {"nodes": 32}],
     "8.2": [{}, {"bucket_mb": 1.0}, {"bucket_mb": 2400.0, "tokens": 512}],
     "8.3": [{}, {"prefetch": False}, {"reshard": False, "units": 12},
             {"prefetch": False, "reshard": False, "units": 2}],
@@ -54,14 +56,16 @@ def test_every_box_is_one_event_at_its_time_in_lane_order(number, values, tmp_pa
 
     meta = [e for e in events if e["ph"] == "M"]
     names = {e["args"]["name"] for e in meta if e["name"] == "process_name"}
-    assert names == {"one GPU of 8"}
+    assert names == set(trace.devices) and len(names) == 1
     threads = sorted((e for e in meta if e["name"] == "thread_sort_index"),
                      key=lambda e: e["args"]["sort_index"])
     thread_names = {e["tid"]: e["args"]["name"] for e in meta if e["name"] == "thread_name"}
     view_lanes = [lane.text for lane in trace.lanes]
     assert [thread_names[e["tid"]] for e in threads] == view_lanes
-    assert view_lanes == (["Backward", "All-reduce"] if number == "8.2"
-                          else ["Compute", "Communication"])
+    assert view_lanes == {
+        "1.2": [f"Warp {i + 1}" for i in range(values.get("warps", 1))] + ["Scheduler"],
+        "7.4": ["NVLink", "network"], "8.2": ["Backward", "All-reduce"],
+        "8.3": ["Compute", "Communication"]}[number]
 
     boxes = [e for e in events if e["ph"] == "X"]
     assert len(boxes) == len(result.tasks)  # every box once, nothing for idle time
@@ -70,15 +74,16 @@ def test_every_box_is_one_event_at_its_time_in_lane_order(number, values, tmp_pa
         i = result.index(event["args"]["task"])
         task = result.tasks[i]
         assert event["name"] == task.text and event["args"]["kind"] == task.kind
-        assert event["ts"] == pytest.approx(result.start[i] * 1e6, rel=1e-12, abs=1e-9)
-        assert event["dur"] == pytest.approx(task.duration * 1e6, rel=1e-12)
+        to_us = trace.seconds * 1e6
+        assert event["ts"] == pytest.approx(result.start[i] * to_us, rel=1e-12, abs=1e-9)
+        assert event["dur"] == pytest.approx(task.duration * to_us, rel=1e-12)
         lane = next(lane for lane in trace.lanes if lane.resource == task.resource)
         assert event["tid"] == tid_of[lane.text] and event["pid"] == 1
     # Per lane the events tile the busy time: the idle gaps are exactly what is left.
     for lane in trace.lanes:
-        on_lane = [e for e in boxes if e["args"]["resource"] == lane.resource]
+        on_lane = [e for e in boxes if e["tid"] == tid_of[lane.text]]
         assert sum(e["dur"] for e in on_lane) == pytest.approx(
-            result.busy(lane.resource) * 1e6, rel=1e-9)
+            result.busy(lane.resource) * trace.seconds * 1e6, rel=1e-9)
 
     back = read_trace(path)
     assert back.lanes == trace.lanes and back.seconds == MICROSECONDS
@@ -174,13 +179,10 @@ def test_events_read_back_give_the_schedule(trace):
     events = json.loads(json.dumps(trace_events(trace)))
     assert all(e["ts"] >= 0 and e["dur"] >= 0 for e in events if e["ph"] == "X")
     back = trace_from_events(events)
-    assert set(back.lanes) <= set(trace.lanes)  # lanes without a task are not read
     assert_same_schedule(back, trace)
-    # Lanes keep their order; devices keep theirs.
-    order = [trace.lanes.index(lane) for lane in back.lanes]
-    devices = [lane.device for lane in back.lanes]
-    assert sorted(order, key=lambda k: (trace.devices.index(trace.lanes[k].device), k)) == order
-    assert devices == sorted(devices, key=trace.devices.index)
+    # Every lane comes back, tasks or not, grouped by device in the figure's order.
+    assert back.lanes == tuple(sorted(trace.lanes, key=lambda lane: (
+        trace.devices.index(lane.device), trace.lanes.index(lane))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -204,4 +206,4 @@ def test_command_line_refuses_with_one_line(tmp_path, capsys, args, needle):
     err = capsys.readouterr().err
     assert code == 2 and needle in err and err.count("\n") == 1
     if "no timeline" in needle:
-        assert "8.2, 8.3" in err
+        assert "1.2, 7.4, 8.2, 8.3" in err

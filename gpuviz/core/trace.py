@@ -7,16 +7,17 @@ the figure's order (each lane a resource on a device) and the schedule's time un
 the file:
 
     device                  a process ("M" events process_name, process_sort_index)
-    lane                    a thread of its device (thread_name, thread_sort_index)
+    lane                    a thread of its device (thread_name with args {name,
+                            resource}, thread_sort_index)
     task                    an "X" (complete) event: name = the text of its box,
-                            ts and dur in microseconds, args = {task, kind, resource}
+                            ts and dur in microseconds, args = {task, kind}
     idle time               nothing
 
 Sort indices keep the lanes in the figure's order. Reading takes the "X" and "M" events
 of any trace (others are skipped) and builds a schedule with the times as given
-(`schedule_at`), in microseconds, with a lane for each thread that has events; events
-without our args get "process: thread" as their resource and their text as their name
-(primed where it repeats).
+(`schedule_at`), in microseconds, with a lane for each named thread and each thread with
+events. What other tools leave out is filled in: a thread's resource is "process:
+thread", a task's name its text (primed where it repeats).
 """
 
 from __future__ import annotations
@@ -78,15 +79,14 @@ def trace_events(trace: Trace) -> list[dict[str, Any]]:
     result = trace.schedule
     for t, lane in enumerate(trace.lanes):
         pid, tid = devices.index(lane.device) + 1, t + 1
-        events += [_meta("thread_name", pid, tid, name=lane.text),
+        events += [_meta("thread_name", pid, tid, name=lane.text, resource=lane.resource),
                    _meta("thread_sort_index", pid, tid, sort_index=t)]
         for i in result.on(lane.resource):
             task = result.tasks[i]
             events.append({"name": task.text, "ph": "X", "pid": pid, "tid": tid,
                            "ts": float(result.start[i]) * to_us,
                            "dur": task.duration * to_us,
-                           "args": {"task": task.name, "kind": task.kind,
-                                    "resource": task.resource}})
+                           "args": {"task": task.name, "kind": task.kind}})
     return events
 
 
@@ -120,6 +120,7 @@ def trace_from_events(events: Iterable[Mapping[str, Any]]) -> Trace:
     """The schedule of a list of trace events (see the module docstring), in microseconds:
     lanes ordered by the processes' and threads' sort indices, then by their ids."""
     names: dict[tuple[Any, Any], str] = {}
+    resources: dict[tuple[Any, Any], str] = {}
     order: dict[tuple[Any, Any], float] = {}
     boxes = []
     for event in events:
@@ -132,18 +133,21 @@ def trace_from_events(events: Iterable[Mapping[str, Any]]) -> Trace:
             key = (pid, None) if name.startswith("process") else (pid, tid)
             if name in ("process_name", "thread_name"):
                 names[key] = str(args.get("name", ""))
+                if "resource" in args:
+                    resources[key] = str(args["resource"])
             elif name in ("process_sort_index", "thread_sort_index"):
                 order[key] = _number(args.get("sort_index"), "sort_index")
         elif phase == "X":
             boxes.append((pid, tid, event, args))
     lanes: dict[tuple[Any, Any], Lane] = {}
+    threads = [key for key in names if key[1] is not None] + [box[:2] for box in boxes]
+    for pid, tid in dict.fromkeys(threads):
+        device = names.get((pid, None), f"process {pid}")
+        label = names.get((pid, tid), f"thread {tid}")
+        resource = resources.get((pid, tid), f"{device}: {label}")
+        lanes[(pid, tid)] = Lane(device, resource, "" if label == resource else label)
     tasks, starts, taken = [], [], set()
     for pid, tid, event, args in boxes:
-        if (pid, tid) not in lanes:
-            device = names.get((pid, None), f"process {pid}")
-            label = names.get((pid, tid), f"thread {tid}")
-            resource = str(args.get("resource", f"{device}: {label}"))
-            lanes[(pid, tid)] = Lane(device, resource, "" if label == resource else label)
         text = str(event.get("name", ""))
         name = str(args.get("task", text))
         while name in taken:  # events of other tools repeat their names

@@ -21,6 +21,8 @@ from gpuviz.core.model import (
     si_text,
     time_readout,
 )
+from gpuviz.core.schedule import Task, schedule_at
+from gpuviz.core.trace import Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.models import alpha_beta as ab
 from gpuviz.models import collective_sim as cs
@@ -398,6 +400,8 @@ class AlphaBetaModel(PredictFirstModel):
 # ---------------------------------------------------------------------------------------
 NODES_MAX = 32
 SCHEMES = (("hierarchical", "Hierarchical"), ("flat", "Flat ring"))
+# The lanes of one GPU, top to bottom, named as the phases name their link.
+LINK_LANES = (Lane("one GPU of the ring", "NVLink"), Lane("one GPU of the ring", "network"))
 
 
 @dataclass(frozen=True)
@@ -460,6 +464,23 @@ class MultiNodeModel(FigureModel):
             ab.flat_ring_allreduce(n, k, g, intra, inter, self.latency),
             ab.nvlink_hop_time(n, k * g, intra, self.latency),
             ab.network_lower_bound(n, k, g, inter), counts, hier_bw, flat_bw)
+
+    def trace(self) -> Trace:
+        """Every step of the chosen scheme on its link's lane; a flat ring across nodes
+        also sends over NVLink in each step (the hop done early, then waiting)."""
+        out = self.out
+        tasks, starts = [], []
+        for phase in out.chosen(self.scheme).phases:
+            for k in range(phase.steps):
+                start = phase.start + k * phase.step_time
+                tasks.append(Task(f"{phase.name} {k + 1}", phase.link, phase.step_time,
+                                  kind=phase.link))
+                starts.append(start)
+                if phase.link != "NVLink" and self.scheme == "flat":
+                    tasks.append(Task(f"NVLink hop {k + 1}", "NVLink", out.nvlink_hop,
+                                      kind="NVLink"))
+                    starts.append(start)
+        return Trace(schedule_at(tasks, starts), LINK_LANES)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

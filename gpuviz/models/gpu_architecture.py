@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout, format_g, plural
+from gpuviz.core.schedule import Task, schedule_at
+from gpuviz.core.trace import Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 WARP_SIZE = 32
@@ -371,6 +373,12 @@ def busy_cycles(starts: np.ndarray, issue_cycles: float, t0: float, t1: float) -
 # What a lane shows at a time: a warp issuing (also drawn on the scheduler's lane), waiting
 # for memory, or ready and waiting for the scheduler.
 ISSUE, WAIT, READY = 0, 1, 2
+BAR_KINDS = {ISSUE: "issue", WAIT: "memory", READY: "ready"}
+
+
+def warp_lanes(warps: int) -> list[str]:
+    """The lanes top to bottom: each warp, then the scheduler."""
+    return [f"Warp {i + 1}" for i in range(warps)] + ["Scheduler"]
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: one per computed schedule
@@ -519,6 +527,19 @@ class WarpSchedulerModel(AnimatedModel):
             "period": Readout("Period", out.period, "cycles"),
             "cycle": Readout("Playhead", round(self.t), "cycles"),
         }
+
+    def trace(self) -> Trace:
+        """The bars, a cycle being one at the default GPU's clock."""
+        bars = self.out.bars
+        lanes = warp_lanes(self.warps)
+        tasks = [Task(f"{lanes[lane]} {BAR_KINDS[kind]} {i}", lanes[lane], end - start,
+                      kind=BAR_KINDS[kind], label=BAR_KINDS[kind])
+                 for i, (lane, start, end, kind) in enumerate(zip(
+                     bars.lane.tolist(), bars.start.tolist(), bars.end.tolist(),
+                     bars.kind.tolist(), strict=True))]
+        return Trace(schedule_at(tasks, bars.start),
+                     tuple(Lane("one warp scheduler", name) for name in lanes),
+                     seconds=1e-9 / gpu(DEFAULT_GPU)["chip.clock_ghz"])
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from gpuviz.core.plots import Dots, Legend, curve, opaque_blend, pen, plot_widge
 from gpuviz.core.text import TextLayer
 from gpuviz.core.timeline import BOX_HEIGHT, Timeline
 from gpuviz.models.alpha_beta import GB
-from gpuviz.models.collectives import NODES_MAX, MultiNodeOut
+from gpuviz.models.collectives import LINK_LANES, NODES_MAX, MultiNodeOut
 
 MS = 1e-3
-LANES = ("NVLink", "network")  # top to bottom
+LANES = tuple(lane.resource for lane in LINK_LANES)  # top to bottom
 STEP_GAP = 0.12  # of a step, left empty so single steps stay visible
 LIGHT_ALPHA = 110  # NVLink phases: a lighter aqua than the network's
 

@@ -9,7 +9,7 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import plot_widget
 from gpuviz.core.timeline import BOX_HEIGHT, Timeline
 from gpuviz.core.widgets import TextPanel
-from gpuviz.models.gpu_architecture import ISSUE, READY, WAIT, idle_share
+from gpuviz.models.gpu_architecture import ISSUE, READY, WAIT, idle_share, warp_lanes
 
 READY_SHARE = 0.45  # of a box's height: "ready" bars are thinner than the others
 KIND_ROLES = {ISSUE: "compute", WAIT: "memory", READY: "neutral"}
@@ -48,7 +48,7 @@ class WarpSchedulerView(FigureView):
         t = min(self.model.t, out.horizon)
         bars = out.bars
 
-        self.timeline.set_lanes([f"Warp {i + 1}" for i in range(n)] + ["Scheduler"])
+        self.timeline.set_lanes(warp_lanes(n))
         self.timeline.set_time_range(out.horizon, exact=True)
         if self.needs_update("bar_fills", bars):
             self._bar_fills = [self._fills[k] for k in bars.kind.tolist()]
