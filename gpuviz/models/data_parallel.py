@@ -135,7 +135,7 @@ class Bucketing:
 
     def schedule(self) -> Schedule:
         """The same times as tasks: layers L24..L1 on the backward lane, all-reduces
-        AR1..ARn on the network lane."""
+        AR1..ARn on the all-reduce lane."""
         layers = len(self.layer_start)
         tasks = [Task(f"L{layers - i}", BACKWARD_LANE, float(end - start), kind="compute")
                  for i, (start, end) in enumerate(zip(self.layer_start, self.layer_end,
