@@ -67,9 +67,10 @@ MAX_PAGES = 4
 LESSON_PANE_SHARE = 0.3
 LESSON_PANE_WIDTHS = (300, 600)
 MIN_FIGURE_WIDTH = 760
-# Narrower than this even so (px at normal text size: a 1024x768 projector in the projector
-# look), the figure gives way while the pane is open: the lesson text takes its place, and
-# closing the pane (Ctrl+L) brings the figure back.
+# In a look that grows (whose text cannot shrink below 16 px), a figure narrower than this
+# even so (px at normal text size: a 1024x768 projector) gives way while the pane is open:
+# the lesson text takes its place, and closing the pane (Ctrl+L) brings the figure back.
+# The sidebar starts folded below it too.
 LEAST_FIGURE_WIDTH = 600
 # The sidebar is as wide as its widest title, but at most this share of the window (a few
 # long titles are elided and have a tooltip; the splitter widens the list).
@@ -163,6 +164,7 @@ class MainWindow(QMainWindow):
         self.lesson_pane.installEventFilter(self)
         self._sidebar_before_pane: int | None = None  # its width, while the pane collapsed it
         self._laid_out = False  # the splitter's sizes are set (or restored)
+        self._sidebar_crowded = False  # folded by _fit_sidebar, not by the user
 
         self.splitter = QSplitter(Qt.Horizontal)
         self.splitter.addWidget(self.sidebar)
@@ -218,11 +220,17 @@ class MainWindow(QMainWindow):
 
     def _fit_sidebar(self) -> None:
         """Give the sidebar its width (unless hidden, or collapsed once laid out); the
-        figure the rest."""
+        figure the rest. Where that would leave the figure too narrow (`_crowded`: a small
+        screen in the projector look), the sidebar starts folded: its handle opens it, and
+        a look with room (or a larger window, shown anew) gives it back."""
         sizes = self.splitter.sizes()
-        if self.sidebar.isHidden() or (sizes[0] == 0 and self._laid_out):
+        if self.sidebar.isHidden() or (sizes[0] == 0 and self._laid_out
+                                       and not self._sidebar_crowded):
             return
         width = self._sidebar_width()
+        self._sidebar_crowded = self._crowded(sizes[0] + sizes[1] - width)
+        if self._sidebar_crowded:
+            width = 0
         self.splitter.setSizes([width, max(sizes[0] + sizes[1] - width, 0), sizes[2]])
         self._laid_out = True
 
@@ -425,7 +433,8 @@ class MainWindow(QMainWindow):
     def _fit_lesson_pane(self) -> None:
         """Size the open pane from the window's width, and collapse the sidebar while the
         figure would be left narrower than MIN_FIGURE_WIDTH (back when the pane closes,
-        or when the window grows enough)."""
+        or when the window grows enough); where even so it would be too narrow
+        (`_crowded`), the lesson text takes the figure's place."""
         scale = theme.current().font_scale * self.text_scale
         low, high = (round(width * scale) for width in LESSON_PANE_WIDTHS)
         pane = max(low, min(high, round(LESSON_PANE_SHARE * self.width())))
@@ -436,13 +445,18 @@ class MainWindow(QMainWindow):
         if sidebar and room - sidebar - pane < MIN_FIGURE_WIDTH * scale:
             self._sidebar_before_pane = sidebar
             sidebar = 0
-        crowded = room - sidebar - pane < LEAST_FIGURE_WIDTH * scale
+        crowded = self._crowded(room - sidebar - pane)
         if crowded and not self.stack.isHidden():
             self.statusBar().showMessage("The lesson text is in the figure's place (the "
                                          "window is narrow): Ctrl+L shows the figure", 8000)
         self.stack.setHidden(crowded)
         figure = 0 if crowded else room - sidebar - pane
         self.splitter.setSizes([sidebar, figure, room - sidebar - figure])
+
+    def _crowded(self, figure_width: int) -> bool:
+        """Whether a figure this wide is too narrow to lay out (LEAST_FIGURE_WIDTH)."""
+        scale = theme.current().font_scale * self.text_scale
+        return theme.current().grows and figure_width < LEAST_FIGURE_WIDTH * scale
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
         # The pane closed (by any means, not with the window): the sidebar comes back.
