@@ -10,7 +10,8 @@ from PySide6.QtGui import QImage
 from gpuviz import catalog
 
 ANIMATED = [spec for spec in catalog.all_figures() if spec.animated]
-SWEPT = [spec for spec in catalog.all_figures() if spec.number in ("4.5", "6.4", "8.2")]
+SWEPT = [spec for spec in catalog.all_figures()
+         if spec.number in ("2.1", "2.3", "4.5", "6.4", "6.5", "8.2")]
 
 
 def _shown_and_rendered(qapp, page) -> tuple[QImage, QImage]:  # noqa: ANN001

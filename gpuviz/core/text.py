@@ -16,9 +16,12 @@ refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+import shiboken6
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -241,8 +244,9 @@ class LayerLabel:
 
 class TextLayer(pg.GraphicsObject):
     """Labels at data positions, unscaled by the view, all painted in one call. `bounds`
-    (data coordinates) must cover the visible view: the layer is repainted as a whole
-    when any label changes.
+    (data coordinates) must cover the visible view. A label that changes repaints its old
+    and new rectangles only (the whole layer when the view moves): its setters mark the
+    layer, which works out what moved when the figure repaints (`place_pending_labels`).
 
     keep_inside: keep every label inside the visible part of its view box (and of
     `bounds`), flipping its anchor near an edge, or with `flip=False` only sliding it back
@@ -255,6 +259,9 @@ class TextLayer(pg.GraphicsObject):
         self.keep_inside = keep_inside
         self.flip = flip
         self.labels: list[LayerLabel] = []
+        self._drawn: dict[int, tuple] = {}  # what each shown label looks like, placed
+        self._view_key: tuple | None = None
+        self._dirty = True
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
             anchor: tuple[float, float] = (0, 0)) -> LayerLabel:
@@ -266,6 +273,7 @@ class TextLayer(pg.GraphicsObject):
     def apply_look(self) -> None:
         for label in self.labels:
             label.apply_look()
+        self._view_key = None  # every label has a new size: repaint them all
         self.update()
 
     def set_bounds(self, bounds: QRectF) -> None:
@@ -284,31 +292,103 @@ class TextLayer(pg.GraphicsObject):
             return self.mapRectFromItem(box, box.rect()) & self._bounds
         return QRectF(self._bounds)
 
+    def update(self, *args: object) -> None:  # noqa: D102 - Qt naming
+        """A label or a setter changed something: wait for `place()` (no argument), or
+        repaint the given rectangle (Qt's own calls)."""
+        if args:
+            super().update(*args)
+            return
+        self._dirty = True
+        if not _PENDING:  # the figure places them before it repaints; this is a fallback
+            QTimer.singleShot(0, place_pending_labels)
+        _PENDING.add(self)
+
+    def place(self) -> None:
+        """Repaint only the old and new rectangles of the labels that moved or changed
+        (the whole layer when the view changed, or before the plot is shown). Called for
+        every changed layer before the figure repaints (`place_pending_labels`)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        views = self.scene().views() if self.scene() is not None else []
+        if not views or not views[0].isVisible():
+            super().update()
+            return
+        transform = self.deviceTransform(views[0].viewportTransform())
+        before = dict(self._drawn)
+        if self._layout(transform, self._area(transform)):
+            super().update()
+            return
+        back, invertible = transform.inverted()
+        if not invertible:
+            super().update()
+            return
+        for key in set(before) | set(self._drawn):
+            if before.get(key) != self._drawn.get(key):
+                for entry in (before.get(key), self._drawn.get(key)):
+                    if entry is not None:
+                        rect = QRectF(entry[0], entry[1], entry[2] - entry[0],
+                                      entry[3] - entry[1]).adjusted(-3, -3, 3, 3)
+                        super().update(back.mapRect(rect))
+
+    def _area(self, transform: QTransform) -> QRectF | None:
+        """The pixels the labels are kept inside (None: anywhere)."""
+        return transform.mapRect(self.visible_area()) if self.keep_inside else None
+
+    def _layout(self, transform: QTransform, area: QRectF | None) -> bool:
+        """Where each shown label is drawn for this transform, in pixels (`_drawn`); True
+        when the view changed, and every label with it."""
+        key = (transform.m11(), transform.m22(), transform.dx(), transform.dy(),
+               None if area is None else area.getRect())
+        full = key != self._view_key
+        self._view_key = key
+        self._drawn = {}
+        for label in self.labels:
+            if label.visible and label.text:
+                point = transform.map(QPointF(label.x, label.y))
+                if area is None:
+                    left = (point.x() - label.anchor[0] * (label.width + 2 * TEXT_MARGIN)
+                            + TEXT_MARGIN)
+                    top = (point.y() - label.anchor[1] * (label.height + 2 * TEXT_MARGIN)
+                           + TEXT_MARGIN)
+                else:
+                    left, top = fit_inside(point.x(), point.y(), label.width, label.height,
+                                           label.anchor, area, self.flip)
+                self._drawn[id(label)] = (left, top, left + label.width, top + label.height,
+                                          label.text, label.color.rgba(), id(label.font))
+        return full
+
     def paint(self, painter: QPainter, *args: object) -> None:
         transform = painter.transform()
-        area = transform.mapRect(self.visible_area()) if self.keep_inside else None
+        self._layout(transform, self._area(transform))
         painter.save()
         painter.resetTransform()
         font = None
         for label in self.labels:
-            if not label.visible or not label.text:
+            drawn = self._drawn.get(id(label))
+            if drawn is None:
                 continue
-            point = transform.map(QPointF(label.x, label.y))
-            width, height = label.width, label.height
-            if area is None:
-                left = point.x() - label.anchor[0] * (width + 2 * TEXT_MARGIN) + TEXT_MARGIN
-                top = point.y() - label.anchor[1] * (height + 2 * TEXT_MARGIN) + TEXT_MARGIN
-            else:
-                left, top = fit_inside(point.x(), point.y(), width, height, label.anchor,
-                                       area, self.flip)
             if label.font is not font:
                 font = label.font
                 painter.setFont(font)
             painter.setPen(label.color)
             line_height = label.metrics.height()
             for i, static in enumerate(label.lines):
-                painter.drawStaticText(QPointF(left, top + i * line_height), static)
+                painter.drawStaticText(QPointF(drawn[0], drawn[1] + i * line_height), static)
         painter.restore()
+
+
+_PENDING: weakref.WeakSet[TextLayer] = weakref.WeakSet()
+
+
+def place_pending_labels() -> None:
+    """Place every text layer whose labels changed since (FigureView calls it after each
+    refresh, before the one repaint)."""
+    layers = list(_PENDING)
+    _PENDING.clear()
+    for layer in layers:
+        if shiboken6.isValid(layer):
+            layer.place()
 
 
 def _segments_cross(segments: np.ndarray, rects: np.ndarray) -> np.ndarray:
@@ -346,8 +426,8 @@ class PlacedTextLayer(TextLayer):
     that, the one that costs least (a label covered costs most, then a line or a dot, a
     faint line little, and each step down the candidate list a little). Placement is in
     pixels, done while painting and cached until the view's transform, a label or an
-    obstacle changes, so a repaint that moves nothing costs no placement. Call `place()`
-    at the end of the view's refresh: it repaints only the labels that moved."""
+    obstacle changes, so a repaint that moves nothing costs no placement; like every
+    TextLayer it repaints only the labels that moved (`place()`, called for the figure)."""
 
     DOT_PAD = 2.0  # pixels around an obstacle dot
     COSTS = {"outside": 0.05, "label": 40.0, "line": 4.0, "dot": 4.0, "faint": 0.5,
@@ -365,8 +445,6 @@ class PlacedTextLayer(TextLayer):
         self._key: tuple | None = None
         self._rects: dict[int, tuple[float, float, float, float]] = {}
         self._label_keys: dict[int, tuple] = {}
-        self._drawn: dict[int, tuple] = {}  # what each shown label looks like, placed
-        self._dirty = True
 
     def apply_look(self) -> None:
         super().apply_look()
@@ -439,42 +517,6 @@ class PlacedTextLayer(TextLayer):
         if taken:
             cost += costs["label"] * _overlaps(rects, np.array(taken)).sum(axis=1)
         return tuple(rects[int(np.argmin(cost))].tolist())
-
-    def update(self, *args: object) -> None:  # noqa: D102 - Qt naming
-        """A label or a setter changed something: wait for `place()` (no argument), or
-        repaint the given rectangle (Qt's own calls)."""
-        if args:
-            super().update(*args)
-        else:
-            self._dirty = True
-
-    def place(self) -> None:
-        """Call at the end of a refresh: places what changed and repaints only the old and
-        new rectangles of the labels that moved or changed (the whole layer when the view
-        or a fixed line changed, or before the plot is shown)."""
-        if not self._dirty:
-            return
-        self._dirty = False
-        views = self.scene().views() if self.scene() is not None else []
-        if not views or not views[0].isVisible():
-            super().update()
-            return
-        transform = self.deviceTransform(views[0].viewportTransform())
-        before = dict(self._drawn)
-        if self._layout(transform, transform.mapRect(self.visible_area())):
-            super().update()
-            return
-        back, invertible = transform.inverted()
-        if not invertible:
-            super().update()
-            return
-        for key in set(before) | set(self._drawn):
-            if before.get(key) != self._drawn.get(key):
-                for entry in (before.get(key), self._drawn.get(key)):
-                    if entry is not None:
-                        rect = QRectF(entry[0], entry[1], entry[2] - entry[0],
-                                      entry[3] - entry[1]).adjusted(-3, -3, 3, 3)
-                        super().update(back.mapRect(rect))
 
     def _layout(self, transform: QTransform, area: QRectF) -> bool:
         """Place the labels for this transform: all of them (returns True) when the view,

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from PySide6.QtCore import QCoreApplication, QEvent, QObject
 from PySide6.QtWidgets import QGraphicsScene, QWidget
 
+from gpuviz.core.text import place_pending_labels
+
 
 class _HeldRepaint(QObject):
     """An event filter on a window that keeps back its repaint (UpdateRequest) and notes
@@ -39,6 +41,7 @@ def repaint_together(widget: QWidget, scenes: Sequence[QGraphicsScene]) -> None:
     QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
     for scene in scenes:
         scene.prepareForPaint()
+    place_pending_labels()  # text layers repaint the labels that changed, not the plot
     if len(scenes) < 2 or not widget.isVisible():
         return
     window = widget.window()
