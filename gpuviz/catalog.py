@@ -426,6 +426,19 @@ LESSONS: tuple[Lesson, ...] = (
             "tensor_pipeline.megatron:MegatronModel", "tensor_pipeline.megatron:MegatronView",
             "megatron-split", animated=True),
         FigureSpec(
+            "9.2", "pipeline_schedules", "Pipeline schedules and the bubble",
+            "Each row is one GPU, a pipeline stage; time runs to the right. Blue boxes are "
+            "the forward and backward passes of one micro-batch, in two shades, numbered "
+            "by micro-batch (the subscript is the chunk); violet is a stage with nothing "
+            "to do. The orange strip under each row rises and falls with the micro-batches "
+            "whose activations the stage holds; the bars on the right give its most at "
+            "once. "
+            "<i>Try this:</i> press Play to watch the pipeline fill and drain, then "
+            "switch from GPipe to 1F1B: the step and the bubble stay, the orange shrinks. "
+            "Then raise m, and try Interleaved (m a multiple of p) and ZB-H1.",
+            "tensor_pipeline.pipeline:PipelineModel", "tensor_pipeline.pipeline:PipelineView",
+            "pipeline-schedules", animated=True),
+        FigureSpec(
             "9.3", "tp_comm", "Tensor parallelism: all-reduces against matmuls",
             "How long the four all-reduces of one tensor-parallel layer take, divided by "
             "the time of its matmuls, as the layer is split over more GPUs t: over NVLink "

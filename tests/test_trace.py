@@ -23,13 +23,15 @@ from gpuviz.core.trace import (
     write_trace,
 )
 
-TIMELINE_FIGURES = ("1.2", "7.4", "8.2", "8.3")
+TIMELINE_FIGURES = ("1.2", "7.4", "8.2", "8.3", "9.2")
 SETTINGS = {  # defaults, and settings that change the shape of the timeline
     "1.2": [{}, {"warps": 16, "issue_cycles": 1}],
     "7.4": [{}, {"scheme": "flat"}, {"scheme": "flat", "nodes": 1}, {"nodes": 32}],
     "8.2": [{}, {"bucket_mb": 1.0}, {"bucket_mb": 2400.0, "tokens": 512}],
     "8.3": [{}, {"prefetch": False}, {"reshard": False, "units": 12},
             {"prefetch": False, "reshard": False, "units": 2}],
+    "9.2": [{}, {"pipeline": "1f1b", "stages": 8}, {"pipeline": "zb_h1", "micro_batches": 3},
+            {"pipeline": "interleaved", "stages": 2, "micro_batches": 4, "chunks": 4}],
 }
 
 
@@ -65,7 +67,8 @@ def test_every_box_is_one_event_at_its_time_in_lane_order(number, values, tmp_pa
     assert view_lanes == {
         "1.2": [f"Warp {i + 1}" for i in range(values.get("warps", 1))] + ["Scheduler"],
         "7.4": ["NVLink", "network"], "8.2": ["Backward", "All-reduce"],
-        "8.3": ["Compute", "Communication"]}[number]
+        "8.3": ["Compute", "Communication"],
+        "9.2": [f"Stage {i}" for i in range(values.get("stages", 4))]}[number]
 
     boxes = [e for e in events if e["ph"] == "X"]
     assert len(boxes) == len(result.tasks)  # every box once, nothing for idle time

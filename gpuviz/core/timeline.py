@@ -3,7 +3,9 @@ with idle time shaded, a playhead, and click-to-read on a box.
 
 Built on two CellGrids (idle shading behind, boxes in front) and a Segment, so hundreds of
 boxes cost one paint call each and a refresh that only moves the playhead repaints one
-line. Thousands of boxes too thin to see apart (under 1/400 of the time shown) are drawn
+line. A playhead sweeping a fixed schedule can leave every box in place and veil the time
+it has not reached (`veil_after`): a frame then moves one rectangle, however many boxes
+there are. Thousands of boxes too thin to see apart (under 1/400 of the time shown) are drawn
 as one box per run of touching boxes of one colour; a click still reads the box under the
 cursor. Feed it arrays (`set_boxes`, `set_idle`) or a `gpuviz.core.schedule.Schedule`
 (`show_schedule`). Lanes run top to bottom in the order given; time runs to the right in
@@ -15,8 +17,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QPointF, Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QGraphicsRectItem
 
 from gpuviz import theme
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
@@ -25,9 +28,11 @@ from gpuviz.core.schedule import Schedule, Task
 
 BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
 MERGE_ABOVE = 300  # boxes; fewer are always drawn one by one
+VEIL_ALPHA = 225  # the veil over time not yet played lets the boxes show faintly
 THIN = 1 / 400  # of the time shown: boxes thinner than this may be drawn as one run
-OUTLINED = 1 / 150  # of the time shown: a thinner box (a few pixels) gets no outline,
-# which would hide its fill
+OUTLINED = 1 / 150  # of the time shown, at line factor 1: a thinner box (a few pixels)
+# gets no outline, which would hide its fill (thicker lines, as in the projector look, need
+# wider boxes)
 
 
 class Timeline(QObject):
@@ -52,6 +57,15 @@ class Timeline(QObject):
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)
         self.playhead.setVisible(False)
+        veil = QColor(theme.current().background)
+        veil.setAlpha(VEIL_ALPHA)
+        self.veil = QGraphicsRectItem()
+        self.veil.setPen(QPen(Qt.NoPen))
+        self.veil.setBrush(veil)
+        self.veil.setVisible(False)
+        self.veil.setZValue(1)  # above the boxes and what a figure adds beside them
+        self.playhead.setZValue(2)
+        item.addItem(self.veil)
         self.boxes.clicked_at.connect(self._clicked_at)
         self._given = np.zeros((0, 4))  # lane, start, end, id of every box given
         self._lanes: tuple[str, ...] = ()
@@ -124,8 +138,8 @@ class Timeline(QObject):
         span = self._span(start, end)
         colour = _colour_codes(fills)
         if outlines is None:
-            wide = ((end - start) >= OUTLINED * span) & _touching(lanes, start, end,
-                                                                  colour, span)
+            wide = (((end - start) >= OUTLINED * theme.line_factor() * span)
+                    & _touching(lanes, start, end, colour, span))
             background = theme.color("background")
             outlines = [background if w else None for w in wide.tolist()]
         if len(lanes) > MERGE_ABOVE:
@@ -168,6 +182,15 @@ class Timeline(QObject):
             box = self.plot.getPlotItem().getViewBox()
             self.playhead.set_line(t, -0.6, t, len(self._lanes) - 0.4, box.viewPixelSize())
         self.playhead.setVisible(shown)
+
+    def veil_after(self, t: float | None, end: float) -> None:
+        """Veil every lane from time t to `end` (what a playhead has not reached yet) in
+        the background colour, the boxes showing faintly through; None lifts it. Items the
+        figure adds to the plot lie under it too, the playhead above it."""
+        shown = t is not None and t < end
+        if shown:
+            self.veil.setRect(QRectF(t, -0.6, end * 1.02 - t, len(self._lanes)))
+        self.veil.setVisible(shown)
 
     def show_schedule(self, result: Schedule, fill: Callable[[Task], QColor],
                       text: Callable[[Task], str] = lambda task: task.text, *,
