@@ -20,6 +20,7 @@ from gpuviz.data import DataError
 USAGE_ERROR = 2
 MIN_SIZE, MAX_SIZE = 320, 7680
 THEME_NAMES = ("system", "dark", "light", "projector")
+STEP = "step"  # --set step=N or step=end: where an animated figure opens
 
 
 class UsageError(Exception):
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  gpuviz --figure 1.3\n"
                "  gpuviz --figure 1.3 --set threads_per_block=1024 "
                "--set registers_per_thread=65 --readout\n"
+               "  gpuviz --figure 6.3 --set step=end --screenshot walk.png\n"
                "  gpuviz --figure 1.3 --screenshot occupancy.png --size 1600x1000 "
                "--theme projector",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -46,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--figure", metavar="L.F",
                         help="open at figure L.F (lesson.figure), e.g. 1.3")
     parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
-                        help="set a parameter of the figure (repeatable)")
+                        help="set a parameter of the figure (repeatable); step=N or "
+                             "step=end opens an animated figure at that step")
     parser.add_argument("--readout", action="store_true",
                         help="print the figure's parameters and numbers as JSON and exit")
     parser.add_argument("--screenshot", metavar="PNG", type=Path,
@@ -108,15 +111,21 @@ def resolve_figure(number: str | None):  # noqa: ANN201 - FigureSpec
 
 
 def parse_settings(spec, assignments: list[str]) -> dict[str, Any]:  # noqa: ANN001
-    """Strictly parse NAME=VALUE pairs against the figure's parameters."""
-    model_class = spec.make_model().__class__
-    known = model_class.parameters()
+    """Strictly parse NAME=VALUE pairs against the figure's parameters. `step` is an
+    animated figure's position, not a parameter (an animated model cannot have one of
+    that name: AnimatedModel.step() holds it), checked last, against the figure as set."""
+    model = spec.make_model()
+    known = model.parameters()
     values: dict[str, Any] = {}
+    step_text = None
     for assignment in assignments:
         name, sep, text = assignment.partition("=")
         name = name.strip()
         if not sep or not name:
             raise UsageError(f"--set '{assignment}' is not NAME=VALUE")
+        if name == STEP and name not in known:
+            step_text = text
+            continue
         if name not in known:
             raise UsageError(f"figure {spec.number} has no parameter '{name}'; "
                              f"parameters: {', '.join(known)}")
@@ -124,16 +133,30 @@ def parse_settings(spec, assignments: list[str]) -> dict[str, Any]:  # noqa: ANN
             values[name] = known[name].parse(text.strip())
         except ValueError as error:
             raise UsageError(f"--set {name}: {error}") from None
+    if step_text is not None:
+        try:
+            values[STEP] = spec.parse_step(step_text, make_model(spec, values))
+        except ValueError as error:
+            raise UsageError(f"--set {STEP}: {error}") from None
     return values
 
 
 def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
-
     model = spec.make_model()
+    apply_settings(model, values)
+    return model
+
+
+def apply_settings(model, values: dict[str, Any]) -> None:  # noqa: ANN001
+    """The typed parameters in one batch, then an animated figure's typed step (after
+    them: a parameter change may rewind the animation)."""
+    parameters = model.parameters()
     with model.batch():  # not model.batch: a parameter may be named `batch`
         for name, value in values.items():
-            model.set(name, value)
-    return model
+            if name in parameters:
+                model.set(name, value)
+        if STEP in values and STEP not in parameters:
+            model.go_to_step(values[STEP])
 
 
 def _json_value(value: Any) -> Any:
@@ -145,9 +168,13 @@ def _json_value(value: Any) -> Any:
 
 
 def readout_json(spec, model) -> dict[str, Any]:  # noqa: ANN001
+    """The figure's parameters and readouts; an animated one's step and steps too (steps
+    is null for a figure that cannot count them in advance)."""
+    position = {"step": model.current_step, "steps": model.steps} if spec.animated else {}
     return {
         "figure": spec.number,
         "parameters": {name: _json_value(v) for name, v in model.values().items()},
+        **position,
         "readouts": {key: r.json() for key, r in model.readouts().items()},
     }
 
@@ -244,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--set, --readout, --screenshot and --trace need --figure L.F")
         values = parse_settings(spec, args.set) if spec else {}
         playlist = parse_playlist_option(args.playlist)
-        kiosk = parse_kiosk(args, spec)
+        # The kiosk keeps the step: it goes back there when it starts over.
+        kiosk = parse_kiosk(args, spec, values.pop(STEP, None) if args.kiosk and spec
+                            and spec.animated else None)
         if kiosk is not None and (args.present or playlist):
             raise UsageError("--kiosk cannot be combined with --present or --playlist")
         if args.readout or args.screenshot or args.trace:
@@ -266,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                       playlist=playlist, kiosk=kiosk)
 
 
-def parse_playlist_option(text: str | None) -> list[str] | None:
+def parse_playlist_option(text: str | None):  # noqa: ANN201 - list[PlaylistEntry], None
     """--playlist: figure numbers separated by commas, or the path of a playlist file."""
     if text is None:
         return None
@@ -281,10 +310,10 @@ def parse_playlist_option(text: str | None) -> list[str] | None:
         raise UsageError(f"--playlist: {error}") from None
 
 
-def parse_kiosk(args: argparse.Namespace, spec=None):  # noqa: ANN001, ANN201
+def parse_kiosk(args: argparse.Namespace, spec=None, step=None):  # noqa: ANN001, ANN201
     """The kiosk settings (a KioskConfig, or None) from --config, then --lessons,
-    --idle-reset and --figure (where it starts); checked fully here so a bad value stops
-    before any window opens."""
+    --idle-reset, --figure and its --set step (where it starts); checked fully here so a
+    bad value stops before any window opens."""
     if not args.kiosk:
         if args.lessons or args.idle_reset is not None or args.config:
             raise UsageError("--lessons, --idle-reset and --config need --kiosk")
@@ -303,7 +332,9 @@ def parse_kiosk(args: argparse.Namespace, spec=None):  # noqa: ANN001, ANN201
                 raise KioskConfigError(f"idle_reset: '{args.idle_reset}' is not a number "
                                        "of seconds") from None
         config = config_from_mapping(overrides, config)
-        return config.with_figures().starting_at(spec.number if spec else None)
+        config = config.with_figures()
+        return config.starting_at(spec.number, step) if spec else config.starting_at(
+            config.start, config.step)
     except KioskConfigError as error:
         raise UsageError(f"kiosk: {error}") from None
 
@@ -331,7 +362,7 @@ def make_window(theme_name: str, *, kiosk=None, remember: bool = True,  # noqa: 
 
 def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: ANN001
                warnings: list[str], *, present: bool = False,
-               playlist: list[str] | None = None, kiosk=None) -> int:  # noqa: ANN001
+               playlist=None, kiosk=None) -> int:  # noqa: ANN001
     import gc
 
     from PySide6.QtCore import QTimer
@@ -366,7 +397,7 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
         window.restore_state(store)
         window.show()
         if playlist:
-            first = playlist[0]
+            first = playlist[0].number
         else:
             figures = catalog.all_figures()
             first = spec.number if spec else (
@@ -374,11 +405,11 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
 
     def open_first() -> None:
         if first:
-            model = window.model(first)
-            with model.batch():
-                for key, value in values.items():
-                    model.set(key, value)
+            if spec is not None and spec.number == first:  # --set is for --figure
+                apply_settings(window.model(first), values)  # after the saved ones
             window.show_figure(first)
+            if kiosk is not None:
+                Kiosk.of(window).go_to_start_step()
         # What exists now lives as long as the window: keep the garbage collector from
         # walking it again on every collection while the user drags a slider.
         gc.freeze()

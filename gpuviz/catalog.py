@@ -29,6 +29,16 @@ class FigureSpec:
     def make_view(self, model):  # noqa: ANN001, ANN201
         return _resolve("gpuviz.views", self.view)(model)
 
+    def parse_step(self, text: str, model=None) -> int | str:  # noqa: ANN001
+        """Typed `step=` text (a step number or "end") checked against the figure's
+        animation as `model` is set (default: at its defaults); ValueError saying what is
+        allowed otherwise, also for a figure that is not animated."""
+        if not self.animated:
+            animated = ", ".join(spec.number for spec in all_figures() if spec.animated)
+            raise ValueError(f"figure {self.number} is not animated, so it has no steps; "
+                             f"animated figures: {animated}")
+        return (model if model is not None else self.make_model()).parse_step(text)
+
 
 @dataclass(frozen=True)
 class Lesson:

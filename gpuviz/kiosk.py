@@ -5,9 +5,10 @@ screen with no menus, no file dialogs and no export; Ctrl+Q, Alt+F4, Esc and F11
 nothing. The operator leaves with Ctrl+Alt+Shift+Q (then the PIN, when one is set).
 
 `--figure L.F` picks the figure it starts at (one of the chosen lessons; default: their
-first). After `idle_reset` seconds without input a countdown offers "Keep exploring" or
-"Start over"; starting over resets every figure to its defaults and goes back to the
-figure it started at. With `attract` > 0 the kiosk then steps through the figures every
+first), and `--set step=N` or `step=end` the step an animated one opens at. After
+`idle_reset` seconds without input a countdown offers "Keep exploring" or "Start over";
+starting over resets every figure to its defaults and goes back to the figure and step
+it started at. With `attract` > 0 the kiosk then steps through the figures every
 `attract` seconds (playing the animated ones) until someone touches it.
 
 The TOML file holds the same settings, at top level or in a [kiosk] table:
@@ -18,6 +19,8 @@ The TOML file holds the same settings, at top level or in a [kiosk] table:
     attract = 20           # seconds per figure of the attract loop; 0 = off
     pin = "4711"           # asked when the operator leaves; default: none
     theme = "projector"    # system, dark, light or projector
+    figure = "6.3"         # where it starts (and starts over); --figure wins
+    step = "end"           # an animated start figure's step: a number or "end"
 
 The kiosk wraps the main window from outside (gpuviz.app composes them): it keeps only
 the window's browsing actions, covers the screen (gpuviz.screen) and refuses to close.
@@ -79,6 +82,7 @@ class KioskConfig:
     theme: str | None = None
     figures: tuple[str, ...] = field(default=(), compare=False)
     start: str | None = None  # the figure it starts at and starts over at; None: the first
+    step: int | str | None = None  # the step the start figure opens at (animated ones)
 
     def with_figures(self) -> KioskConfig:
         """The same config with `figures`: the built figures of the chosen lessons."""
@@ -89,11 +93,18 @@ class KioskConfig:
             raise KioskConfigError("the chosen lessons have no figures yet")
         return replace(self, figures=tuple(chosen))
 
-    def starting_at(self, number: str | None) -> KioskConfig:
-        """The same config starting at figure `number`, which must be one it shows."""
+    def starting_at(self, number: str | None, step: int | str | None = None) -> KioskConfig:
+        """The same config starting at figure `number`, which must be one it shows (None:
+        the first), at `step` of its animation (checked at the figure's defaults, which
+        is how the kiosk shows it)."""
         if number is not None and number not in self.figures:
             raise KioskConfigError(f"figure {number} is not in the chosen lessons")
-        return replace(self, start=number)
+        if step is not None:
+            try:
+                step = catalog.figure(number or self.figures[0]).parse_step(str(step))
+            except ValueError as error:
+                raise KioskConfigError(f"step: {error}") from None
+        return replace(self, start=number, step=step)
 
     @property
     def first(self) -> str:
@@ -161,7 +172,8 @@ def config_from_mapping(data: dict[str, Any], base: KioskConfig | None = None) -
             raise KioskConfigError(f"unknown setting {sorted(extra)[0]!r} outside [kiosk]")
         data = data["kiosk"]
     config = base or KioskConfig()
-    allowed = {"lessons", "idle_reset", "countdown", "attract", "pin", "theme"}
+    allowed = {"lessons", "idle_reset", "countdown", "attract", "pin", "theme", "figure",
+               "step"}
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise KioskConfigError(f"unknown setting '{unknown[0]}'; settings: "
@@ -185,6 +197,15 @@ def config_from_mapping(data: dict[str, Any], base: KioskConfig | None = None) -
             raise KioskConfigError(f"theme: {data['theme']!r} is not one of "
                                    f"{', '.join(THEMES)}")
         changes["theme"] = data["theme"]
+    if "figure" in data:
+        try:
+            changes["start"] = catalog.figure(str(data["figure"])).number
+        except KeyError as error:
+            raise KioskConfigError(f"figure: {error.args[0]}") from None
+    if "step" in data:  # checked against its figure once the lessons are known
+        if isinstance(data["step"], bool) or not isinstance(data["step"], int | str):
+            raise KioskConfigError(f"step: expected a number or \"end\", got {data['step']!r}")
+        changes["step"] = data["step"]
     return replace(config, **changes)
 
 
@@ -360,11 +381,17 @@ class Kiosk(QObject):
         self.tick_timer.stop()
         self.countdown.hide()
         self.window.reset_everything(self.config.first)
+        self.go_to_start_step()
         if attract and self.config.attract > 0:
             self.attract_timer.start(int(self.config.attract * 1000))
             self._play_current()
         else:
             self.restart_idle()
+
+    def go_to_start_step(self) -> None:
+        """The figure it starts at to its step, if the config gives one."""
+        if self.config.step is not None:
+            self.window.model(self.config.first).go_to_step(self.config.step)
 
     # --- attract loop --------------------------------------------------------------------
     def _attract_step(self) -> None:

@@ -54,7 +54,13 @@ from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
 from gpuviz.core.trace import has_trace
 from gpuviz.lessons import load_lesson_text
-from gpuviz.playlist import PLAYLIST_SUFFIX, PlaylistError, read_playlist, write_playlist
+from gpuviz.playlist import (
+    PLAYLIST_SUFFIX,
+    PlaylistEntry,
+    PlaylistError,
+    read_playlist,
+    write_playlist,
+)
 
 FIGURE_ROLE = Qt.UserRole
 # Built figure pages kept at once (the current one among them); a page costs several MB,
@@ -124,7 +130,7 @@ class MainWindow(QMainWindow):
         self.models: dict[str, Any] = {}
         self.pages: OrderedDict[str, QWidget] = OrderedDict()  # least recently shown first
         self.current: str | None = None
-        self.playlist: list[str] = []
+        self.playlist: list[PlaylistEntry] = []
         self.messages: list[str] = []  # every message shown to the user, newest last
         self._lesson_file: str | None = None
         self._lesson_headings: dict[str, str] = {}
@@ -310,7 +316,7 @@ class MainWindow(QMainWindow):
     def sequence(self) -> list[str]:
         """The figures PageDown walks: the playlist, or the listed lessons' figures."""
         if self.playlist:
-            return list(self.playlist)
+            return [entry.number for entry in self.playlist]
         return [spec.number for lesson in self._lessons() for spec in lesson.figures]
 
     def show_figure(self, number: str) -> None:
@@ -346,7 +352,17 @@ class MainWindow(QMainWindow):
         if not wrap and not 0 <= index < len(numbers):
             return False
         self.show_figure(numbers[index % len(numbers)])
+        self._go_to_playlist_step()
         return True
+
+    def playlist_step(self, number: str) -> int | str | None:
+        """The step the playlist opens figure `number` at (None: it gives none)."""
+        return next((entry.step for entry in self.playlist if entry.number == number), None)
+
+    def _go_to_playlist_step(self) -> None:
+        step = self.playlist_step(self.current) if self.current else None
+        if step is not None:
+            self.models[self.current].go_to_step(step)
 
     def next_item(self) -> None:
         self.stepper.forward() if self.stepper is not None else self.step_figure(1)
@@ -714,12 +730,13 @@ class MainWindow(QMainWindow):
             "formula; the sources are in the resources folder.</p><p>Works offline.</p>")
 
     # --- playlist ------------------------------------------------------------------------
-    def set_playlist(self, numbers: list[str]) -> None:
-        self.playlist = list(numbers)
-        if numbers:
+    def set_playlist(self, entries: list[PlaylistEntry]) -> None:
+        self.playlist = list(entries)
+        if entries:
             self.statusBar().showMessage(
-                f"Playlist: {len(numbers)} figures; PageDown walks them in order.", 8000)
-            self.show_figure(numbers[0])
+                f"Playlist: {len(entries)} figures; PageDown walks them in order.", 8000)
+            self.show_figure(entries[0].number)
+            self._go_to_playlist_step()
 
     def _folder(self, key: str) -> str:
         folder = str(settings().value(key, "") or "")
@@ -737,19 +754,19 @@ class MainWindow(QMainWindow):
             path = name
         path = Path(path)
         try:
-            numbers = read_playlist(path)
+            entries = read_playlist(path)
         except PlaylistError as error:
             self.notify("Playlist not opened", f"{path.name}: {error}. Nothing was changed.")
             return False
         settings().setValue(state.PLAYLIST_FOLDER_KEY, str(path.parent))
-        self.set_playlist(numbers)
+        self.set_playlist(entries)
         return True
 
     def save_playlist(self, path: Path | str | None = None) -> bool:
         if not self.offers("save_playlist"):
             return False
-        numbers = self.playlist or ([self.current] if self.current else [])
-        if not numbers:
+        entries = self.playlist or ([PlaylistEntry(self.current)] if self.current else [])
+        if not entries:
             self.notify("Nothing to save", "Open a figure or a playlist first.")
             return False
         if path is None:
@@ -762,7 +779,7 @@ class MainWindow(QMainWindow):
             path = name
         path = Path(path)
         try:
-            write_playlist(path, numbers)
+            write_playlist(path, entries)
         except OSError as error:
             self.notify("Playlist not saved", f"Cannot write {path}: {error.strerror}.")
             return False

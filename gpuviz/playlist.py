@@ -2,27 +2,44 @@
 
 Plain text with figure numbers separated by commas, spaces or new lines (`#` starts a
 comment), or JSON: a list, or {"figures": [...]}. Every number must be in the catalog.
+`step=N` or `step=end` after an animated figure opens it at that step (`6.3 step=end`;
+in JSON, "6.3 step=end").
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuviz import catalog
 
 PLAYLIST_SUFFIX = ".gpuviz-playlist"
 MAX_PLAYLIST_BYTES = 100_000
+STEP_WORD = "step="
 
 
 class PlaylistError(ValueError):
     """A playlist we refuse, with the sentence that says why."""
 
 
-def parse_playlist(text: str) -> list[str]:
-    """Figure numbers from a playlist: JSON (a list, or {"figures": [...]}) or plain text
-    with numbers separated by commas, spaces or new lines; `#` starts a comment.
-    Every number must be a figure of the catalog; raises PlaylistError otherwise."""
+@dataclass(frozen=True)
+class PlaylistEntry:
+    """One figure of a playlist, opened at `step` of its animation when one is given
+    (checked at the figure's defaults; a figure set to fewer steps opens at its end)."""
+
+    number: str
+    step: int | str | None = None
+
+    def __str__(self) -> str:
+        return self.number if self.step is None else f"{self.number} {STEP_WORD}{self.step}"
+
+
+def parse_playlist(text: str) -> list[PlaylistEntry]:
+    """The entries of a playlist: JSON (a list, or {"figures": [...]}) or plain text with
+    numbers separated by commas, spaces or new lines; `#` starts a comment; `step=` after
+    a figure gives its step. Every number must be a figure of the catalog and every step
+    one of its figure's; raises PlaylistError otherwise."""
     stripped = text.strip()
     if stripped.startswith(("[", "{")):
         try:
@@ -35,19 +52,46 @@ def parse_playlist(text: str) -> list[str]:
                                                  for x in data):
             raise PlaylistError('JSON playlist must be a list of figure numbers or '
                                 '{"figures": [...]}')
-        words = [str(x) for x in data]
+        words = [word for x in data for word in str(x).split()]
     else:
         words = []
         for line in text.splitlines():
             words += line.split("#", 1)[0].replace(",", " ").split()
-    if not words:
-        raise PlaylistError("the playlist names no figures")
+    entries = _entries(words)
     known = {spec.number for spec in catalog.all_figures()}
-    unknown = [word for word in words if word not in known]
+    unknown = [entry.number for entry in entries if entry.number not in known]
     if unknown:
         raise PlaylistError(f"unknown figure {', '.join(repr(u) for u in unknown[:5])}; "
                             f"built figures: {', '.join(sorted(known, key=_sort_key))}")
-    return words
+    return [_checked(entry) for entry in entries]
+
+
+def _entries(words: list[str]) -> list[PlaylistEntry]:
+    """Figure numbers, each with the step= word that follows it, if any."""
+    entries: list[PlaylistEntry] = []
+    for word in words:
+        if not word.startswith(STEP_WORD):
+            entries.append(PlaylistEntry(word))
+        elif not entries:
+            raise PlaylistError(f"'{word}' comes before any figure; write it after one, "
+                                "as in 6.3 step=end")
+        elif entries[-1].step is not None:
+            raise PlaylistError(f"figure {entries[-1].number} is given two steps")
+        else:
+            entries[-1] = PlaylistEntry(entries[-1].number, word[len(STEP_WORD):])
+    if not entries:
+        raise PlaylistError("the playlist names no figures")
+    return entries
+
+
+def _checked(entry: PlaylistEntry) -> PlaylistEntry:
+    if entry.step is None:
+        return entry
+    try:
+        return PlaylistEntry(entry.number, catalog.figure(entry.number).parse_step(
+            str(entry.step)))
+    except ValueError as error:
+        raise PlaylistError(f"{entry}: {error}") from None
 
 
 def _sort_key(number: str) -> tuple[int, ...]:
@@ -57,7 +101,7 @@ def _sort_key(number: str) -> tuple[int, ...]:
         return (999,)
 
 
-def read_playlist(path: Path) -> list[str]:
+def read_playlist(path: Path) -> list[PlaylistEntry]:
     try:
         if path.stat().st_size > MAX_PLAYLIST_BYTES:
             raise PlaylistError("the file is too large to be a playlist")
@@ -69,10 +113,11 @@ def read_playlist(path: Path) -> list[str]:
     return parse_playlist(text)
 
 
-def playlist_text(numbers: list[str]) -> str:
-    return ("# gpuviz playlist: figure numbers in the order to show them\n"
-            + "\n".join(numbers) + "\n")
+def playlist_text(entries: list[PlaylistEntry]) -> str:
+    return ("# gpuviz playlist: figure numbers in the order to show them "
+            "(step=N or step=end after one opens it at that step)\n"
+            + "\n".join(map(str, entries)) + "\n")
 
 
-def write_playlist(path: Path, numbers: list[str]) -> None:
-    path.write_text(playlist_text(numbers), encoding="utf-8")
+def write_playlist(path: Path, entries: list[PlaylistEntry]) -> None:
+    path.write_text(playlist_text(entries), encoding="utf-8")

@@ -9,9 +9,10 @@ Keys while presenting (a presentation clicker sends PageDown, PageUp, B or perio
 * Space: play or pause an animated figure.
 * Esc or F5: leave lecture mode, back to the theme and layout from before.
 
-A playlist (gpuviz.playlist) picks the figures and their order. The presenter wraps the
-main window from outside, through its public methods (gpuviz.app composes them); the
-window knows nothing of lecture mode.
+A playlist (gpuviz.playlist) picks the figures and their order; an entry with a step
+(`6.3 step=end`) opens its figure there, and PageUp walks back from it. The presenter
+wraps the main window from outside, through its public methods (gpuviz.app composes
+them); the window knows nothing of lecture mode.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class Presenter(QObject):
         w.statusBar().hide()
         w.override_theme(PROJECTOR)
         self.screen_cover.cover()
-        self._steps = 0
+        self._steps = self._playlist_steps()
 
     def leave(self) -> None:
         if not self.active:
@@ -150,21 +151,25 @@ class Presenter(QObject):
         if isinstance(model, AnimatedModel) and (self._steps > 0 or model.playing):
             # After Play the position is not a step count: go back to the start.
             self._steps = 0 if model.playing else self._steps - 1
-            model.set_playing(False)
-            with model.batch():
-                model.rewind()
-                for _ in range(self._steps):
-                    model.step()
+            model.go_to_step(self._steps)
             return
         if self.window.step_figure(-1, wrap=False):
             self._arrived(forward=False)
 
     def _arrived(self, forward: bool) -> None:
         model = self._model()
-        self._steps = 0
-        if forward and isinstance(model, AnimatedModel):
+        self._steps = self._playlist_steps()
+        if forward and isinstance(model, AnimatedModel) and not self._steps:
             model.set_playing(False)
             model.rewind()
+
+    def _playlist_steps(self) -> int:
+        """The steps PageUp can take back in a figure its playlist entry opened at a step."""
+        model = self._model()
+        w = self.window
+        if isinstance(model, AnimatedModel) and w.playlist_step(w.current) is not None:
+            return model.current_step
+        return 0
 
     def _figure_shown(self, _number: str) -> None:
         """Another figure by any route (or the same one rebuilt in a new look)."""

@@ -50,6 +50,12 @@ def test_readout_of_the_failing_launch(capsys):
     (["--figure", "1.3", "--set", "gpu=x100", "--readout"], "not a choice"),
     (["--figure", "1.3", "--set", "threads_per_block", "--readout"], "NAME=VALUE"),
     (["--readout"], "need --figure"),
+    (["--figure", "7.1", "--set", "step=-1", "--readout"],
+     "--set step: -1 is out of range; allowed: a whole number from 0 to 6, or end"),
+    (["--figure", "7.1", "--set", "step=99999", "--readout"], "out of range"),
+    (["--figure", "7.1", "--set", "step=abc", "--readout"], "'abc' is not a step"),
+    (["--figure", "1.3", "--set", "step=1", "--readout"],
+     "figure 1.3 is not animated, so it has no steps; animated figures: 1.2"),
     (["--size", "12"], "WIDTHxHEIGHT"),
     (["--theme", "neon"], "invalid choice"),
     (["--bogus"], "unrecognized arguments"),
@@ -85,3 +91,70 @@ def test_module_entry_point_never_shows_a_traceback():
                             capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "out of range" in result.stderr
+
+
+def test_readout_at_a_step(capsys):
+    """step= comes after the parameters, whatever the order typed: a new GPU count would
+    otherwise rewind 7.1."""
+    code, out, _ = run(capsys, "--figure", "7.1", "--set", "step=2", "--set", "gpus=8",
+                       "--readout")
+    assert code == 0
+    data = json.loads(out)
+    model = catalog.figure("7.1").make_model()
+    model.gpus = 8
+    model.step()
+    model.step()
+    assert (data["step"], data["steps"]) == (2, model.steps)
+    assert data == cli.readout_json(catalog.figure("7.1"), model)
+    code, out, _ = run(capsys, "--figure", "7.1", "--set", "step=end", "--readout")
+    data = json.loads(out)
+    assert data["step"] == data["steps"] == 6 and type(data["step"]) is int
+
+
+def test_readout_gives_steps_only_for_animated_figures(capsys):
+    playhead = json.loads(run(capsys, "--figure", "8.3", "--readout")[1])
+    assert playhead["step"] == playhead["steps"] > 0  # it opens with the timeline drawn
+    assert list(playhead)[:4] == ["figure", "parameters", "step", "steps"]
+    assert "step" not in json.loads(run(capsys, "--figure", "1.3", "--readout")[1])
+
+
+def test_screenshot_at_a_step(tmp_path, capsys):
+    images = []
+    for step in ("0", "end"):
+        path = tmp_path / f"walk-{step}.png"
+        assert run(capsys, "--figure", "6.3", "--set", f"step={step}", "--screenshot",
+                   str(path))[0] == 0
+        images.append(QImage(str(path)))
+    assert images[0] != images[1]  # the table filled
+
+
+def test_the_window_opens_at_the_step_after_the_saved_settings(qapp, monkeypatch):
+    """gpuviz --figure 7.1 --set step=end: the saved GPU count (which rewinds 7.1 when
+    set) is restored first, the step is taken last, and Play starts over from the end."""
+    from gpuviz import state
+
+    state.reset_all()
+    saved = catalog.figure("7.1").make_model()
+    saved.gpus = 8
+    state.save_figure(state.settings(), "7.1", saved)
+    windows = []
+    make_window = cli.make_window
+    monkeypatch.setattr(cli, "make_window",
+                        lambda *a, **k: windows.append(make_window(*a, **k)) or windows[-1])
+    monkeypatch.setattr(type(qapp), "exec", lambda self: 0)
+    assert cli.main(["--figure", "7.1", "--set", "step=end"]) == 0
+    window = windows[0]
+    try:
+        qapp.processEvents()
+        model = window.models["7.1"]
+        assert window.current == "7.1" and model.gpus == 8
+        assert model.finished and model.current_step == model.steps
+        model.set_playing(True)
+        assert model.current_step == 0 and model.playing
+        model.set_playing(False)
+    finally:
+        window.clock.stop()
+        window.remember = False
+        window.close()
+        window.deleteLater()
+        state.reset_all()

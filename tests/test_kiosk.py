@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from gpuviz import app as cli
 from gpuviz import catalog, state
+from gpuviz.core.model import END
 from gpuviz.kiosk import Kiosk, KioskConfig, KioskConfigError, config_from_mapping, load_config
 
 
@@ -194,6 +195,10 @@ def test_config_file(tmp_path):
     ("pin = ''", "pin"),
     ("theme = 'neon'", "theme"),
     ("idel_reset = 5", "unknown setting 'idel_reset'"),
+    ("figure = '9.9'", "figure: unknown figure '9.9'"),
+    ("figure = '1.2'\nstep = 99999", "step: 99999 is out of range; allowed: a whole number"),
+    ("figure = '1.3'\nstep = 1", "step: figure 1.3 is not animated"),
+    ("step = true", "step: expected a number or \"end\""),
 ])
 def test_bad_config_is_refused_before_a_window_opens(tmp_path, capsys, monkeypatch,
                                                      content, needle):
@@ -240,3 +245,29 @@ def test_lessons_without_figures_are_refused(monkeypatch):
     monkeypatch.setattr(catalog, "LESSONS", (catalog.LESSONS[0], empty))
     with pytest.raises(KioskConfigError, match="no figures"):
         KioskConfig(lessons=(99,)).with_figures()
+
+
+def test_the_kiosk_starts_and_starts_over_at_its_step(themed, qtbot, lesson_one, tmp_path,
+                                                      monkeypatch):
+    path = tmp_path / "kiosk.toml"
+    path.write_text("figure = '1.2'\nstep = 3\nidle_reset = 1\ncountdown = 30\n",
+                    encoding="utf-8")
+    seen = {}
+    monkeypatch.setattr("gpuviz.app.run_window", lambda *a, **k: seen.update(k) or 0)
+    assert cli.main(["--kiosk", "--config", str(path)]) == 0
+    config = seen["kiosk"]
+    assert (config.first, config.step) == ("1.2", 3)
+    assert cli.main(["--kiosk", "--config", str(path), "--figure", "1.2", "--set",
+                     "step=end"]) == 0  # the command line wins
+    assert (seen["kiosk"].first, seen["kiosk"].step) == ("1.2", END)
+    window = make_kiosk(qtbot, **{name: getattr(config, name) for name in
+                                  ("lessons", "idle_reset", "countdown", "start", "step")})
+    Kiosk.of(window).go_to_start_step()  # what app.run_window does after showing it
+    model = window.models["1.2"]
+    assert model.current_step == 3
+    model.step()
+    window.show_figure("1.3")
+    qtbot.waitUntil(Kiosk.of(window).countdown.isVisible, timeout=3000)
+    qtbot.mouseClick(Kiosk.of(window).countdown.start_over, Qt.LeftButton)
+    assert window.current == "1.2" and model.current_step == 3
+    shut(window)

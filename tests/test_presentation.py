@@ -7,7 +7,8 @@ from PySide6.QtCore import Qt
 
 from gpuviz import app as cli
 from gpuviz import catalog, state, theme
-from gpuviz.playlist import PlaylistError, parse_playlist, playlist_text
+from gpuviz.core.model import END
+from gpuviz.playlist import PlaylistEntry, PlaylistError, parse_playlist, playlist_text
 from gpuviz.presentation import Presenter
 
 LESSON_ONE = catalog.LESSONS[0]
@@ -36,6 +37,14 @@ def window(themed, qtbot, lesson_one):
 
 def press(qtbot, window, key):
     qtbot.keyClick(window, key)
+
+
+def numbers(entries: list[PlaylistEntry]) -> list[str]:
+    return [entry.number for entry in entries]
+
+
+def entries(*numbers: str) -> list[PlaylistEntry]:
+    return [PlaylistEntry(number) for number in numbers]
 
 
 def test_f5_enters_and_esc_leaves_lecture_mode(window, qtbot):
@@ -133,7 +142,7 @@ def test_playlist_orders_the_figures(window, qtbot, tmp_path):
     path = tmp_path / "talk.gpuviz-playlist"
     path.write_text("# my talk\n1.3\n1.1, 1.4\n", encoding="utf-8")
     assert window.open_playlist(path)
-    assert window.playlist == ["1.3", "1.1", "1.4"] and window.current == "1.3"
+    assert numbers(window.playlist) == ["1.3", "1.1", "1.4"] and window.current == "1.3"
     Presenter.of(window).enter()
     press(qtbot, window, Qt.Key_PageDown)
     assert window.current == "1.1"
@@ -143,17 +152,17 @@ def test_playlist_orders_the_figures(window, qtbot, tmp_path):
     assert window.current == "1.4"
     saved = tmp_path / "again.gpuviz-playlist"
     assert window.save_playlist(saved)
-    assert parse_playlist(saved.read_text(encoding="utf-8")) == ["1.3", "1.1", "1.4"]
+    assert numbers(parse_playlist(saved.read_text(encoding="utf-8"))) == ["1.3", "1.1", "1.4"]
 
 
 @pytest.mark.parametrize("content", ["1.3\n9.9\n", "[1.3, {\"x\": 1}]", "{\"figures\": 3}",
                                      "[broken", "", "# nothing\n"])
 def test_a_bad_playlist_changes_nothing(window, tmp_path, content):
-    window.set_playlist(["1.4", "1.3"])
+    window.set_playlist(entries("1.4", "1.3"))
     path = tmp_path / "bad.txt"
     path.write_text(content, encoding="utf-8")
     assert not window.open_playlist(path)
-    assert window.playlist == ["1.4", "1.3"]
+    assert numbers(window.playlist) == ["1.4", "1.3"]
     assert window.messages and "Nothing was changed" in window.messages[-1]
 
 
@@ -165,11 +174,55 @@ def test_binary_playlist_is_refused(window, tmp_path):
 
 
 def test_playlist_formats(lesson_one):
-    assert parse_playlist('{"figures": ["1.2", "1.1"]}') == ["1.2", "1.1"]
-    assert parse_playlist("[1.2, \"1.4\"]") == ["1.2", "1.4"]
-    assert parse_playlist(playlist_text(["1.1", "1.3"])) == ["1.1", "1.3"]
+    assert numbers(parse_playlist('{"figures": ["1.2", "1.1"]}')) == ["1.2", "1.1"]
+    assert numbers(parse_playlist("[1.2, \"1.4\"]")) == ["1.2", "1.4"]
+    assert numbers(parse_playlist(playlist_text(entries("1.1", "1.3")))) == ["1.1", "1.3"]
     with pytest.raises(PlaylistError, match="unknown figure '7.7'"):
         parse_playlist("1.1,7.7")
+
+
+def test_a_playlist_entry_may_give_a_step(lesson_one):
+    stepped = [PlaylistEntry("1.1"), PlaylistEntry("1.2", 3), PlaylistEntry("1.2", END)]
+    assert parse_playlist("1.1, 1.2 step=3\n1.2 step=end  # filled") == stepped
+    assert parse_playlist('["1.1", "1.2 step=3", "1.2 step=END"]') == stepped
+    assert parse_playlist(playlist_text(stepped)) == stepped
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("1.1 step=2", "1.1 step=2: figure 1.1 is not animated"),
+    ("step=1 1.2", "'step=1' comes before any figure"),
+    ("1.2 step=99999", "out of range; allowed: a whole number from 0 to"),
+    ("1.2 step=x", "'x' is not a step"),
+    ("1.2 step=1 step=2", "figure 1.2 is given two steps"),
+])
+def test_a_bad_playlist_step_is_refused(lesson_one, text, needle):
+    with pytest.raises(PlaylistError, match=needle):
+        parse_playlist(text)
+
+
+def test_lecture_opens_a_playlist_entry_at_its_step(window, qtbot):
+    window.set_playlist(parse_playlist("1.2 step=2, 1.3, 1.2 step=3"))
+    model = window.models["1.2"]
+    assert window.current == "1.2" and model.current_step == 2
+    Presenter.of(window).enter()
+    press(qtbot, window, Qt.Key_PageUp)  # back from the step it opened at
+    assert window.current == "1.2" and model.current_step == 1
+    while not model.finished:
+        press(qtbot, window, Qt.Key_PageDown)
+    press(qtbot, window, Qt.Key_PageDown)
+    assert window.current == "1.3"
+    press(qtbot, window, Qt.Key_PageUp)  # the playlist's 1.2 again, at its step
+    assert window.current == "1.2" and model.current_step == 2
+    press(qtbot, window, Qt.Key_PageUp)
+    assert model.current_step == 1
+
+
+def test_the_playlist_option_takes_steps(monkeypatch):
+    seen = {}
+    monkeypatch.setattr("gpuviz.app.run_window", lambda *a, **k: seen.update(k) or 0)
+    assert cli.main(["--present", "--playlist", "1.3, 6.3 step=end, 7.1 step=3"]) == 0
+    assert seen["playlist"] == [PlaylistEntry("1.3"), PlaylistEntry("6.3", END),
+                                PlaylistEntry("7.1", 3)]
 
 
 def run(capsys, *args):
@@ -181,6 +234,7 @@ def run(capsys, *args):
 @pytest.mark.parametrize("args, needle", [
     (["--present", "--playlist", "1.1,9.9"], "unknown figure '9.9'"),
     (["--playlist", ""], "names no figures"),
+    (["--playlist", "6.3 step=-1"], "--playlist: 6.3 step=-1: -1 is out of range"),
     (["--kiosk", "--present"], "cannot be combined"),
     (["--lessons", "1-2"], "need --kiosk"),
 ])
@@ -200,4 +254,4 @@ def test_present_option_opens_lecture_mode(monkeypatch, capsys):
 
     monkeypatch.setattr("gpuviz.app.run_window", fake_run_window)
     assert cli.main(["--present", "--playlist", "1.3,1.1"]) == 0
-    assert seen == {"present": True, "playlist": ["1.3", "1.1"], "kiosk": None}
+    assert seen == {"present": True, "playlist": entries("1.3", "1.1"), "kiosk": None}

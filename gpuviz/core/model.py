@@ -7,8 +7,9 @@ emits `changed`. Outputs are computed on first read by the model's pure `compute
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -506,11 +507,25 @@ class PredictFirstModel(FigureModel):
         return f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low"
 
 
+END = "end"  # `step=end`: the last step of an animation, however many it has
+UNCOUNTED_STEP_LIMIT = 1000  # the most presses of Next `go_to_step` makes when uncounted
+MARK_TOLERANCE = 1e-9  # marks closer than this share of a timeline are one stop
+
+
 class AnimatedModel(FigureModel):
     """A figure that moves with time: Play/Pause, Step, Rewind and a speed factor.
 
     Subclasses implement `advance_by(dt)` (seconds of figure time; return False when the
     animation reached its end) and `step_once()`; `reset_state()` rewinds.
+
+    Any animated figure opens at a step (`--set step=N`, `step=end`, a playlist's
+    `6.3 step=end`): `steps` counts the presses of Next (Step) from a rewound start to
+    the end, `current_step` those that lead to where it is, and `go_to_step(n)` goes
+    there. A subclass gives `steps` and `current_step`; `place_at_step(n)` rewinds and
+    presses Next n times unless the subclass jumps there directly. A figure that cannot
+    count its steps in advance (a simulation that runs until it stops) gives None as
+    `steps`: step=N then presses Next N times, and step=end until it finishes, at most
+    UNCOUNTED_STEP_LIMIT times either way.
     """
 
     playing_changed = Signal(bool)
@@ -567,19 +582,76 @@ class AnimatedModel(FigureModel):
     def step_once(self) -> None:
         raise NotImplementedError
 
+    # --- opening at a step ---------------------------------------------------------------
+    @property
+    def steps(self) -> int | None:
+        """Presses of Next from a rewound start to the end (None: not known in advance)."""
+        raise NotImplementedError
+
+    @property
+    def current_step(self) -> int:
+        """Presses of Next from a rewound start that lead here (after Play: those passed)."""
+        raise NotImplementedError
+
+    def go_to_step(self, step: int | str) -> None:
+        """Pause where `step` presses of Next from a rewound start lead; END (or a number
+        past the last step: the figure may have fewer steps than when it was checked)
+        is the end."""
+        steps = self.steps
+        last = UNCOUNTED_STEP_LIMIT if steps is None else steps
+        self.set_playing(False)
+        with self.batch():
+            self.place_at_step(last if step == END else max(0, min(int(step), last)))
+            self._notify()
+
+    def place_at_step(self, n: int) -> None:
+        """Go to step n (0 to `steps`): rewind and press Next n times, stopping at the end.
+        A subclass that knows where its steps land jumps there instead."""
+        self.rewind()
+        for _ in range(n):
+            if self.finished:
+                break
+            self.step_once()
+
+    def finish(self) -> None:
+        """Jump to the end."""
+        self.go_to_step(END)
+
+    def parse_step(self, text: str) -> int | str:
+        """Typed `step=` text checked against the figure as it is set: a whole number from
+        0 to `steps`, or END; ValueError saying what is allowed otherwise."""
+        last = self.steps
+        allowed = (f"allowed: a whole number from 0 to {format_value(last)}, or {END}"
+                   if last is not None else
+                   f"allowed: a whole number from 0 to {format_value(UNCOUNTED_STEP_LIMIT)}"
+                   f" (presses of Next; this figure cannot count its steps), or {END}")
+        word = text.strip().lower()
+        if word == END:
+            return END
+        try:
+            number = int(word)
+        except ValueError:
+            raise ValueError(f"'{text}' is not a step; {allowed}") from None
+        if not 0 <= number <= (UNCOUNTED_STEP_LIMIT if last is None else last):
+            raise ValueError(f"{text} is out of range; {allowed}")
+        return number
+
 
 class SteppedModel(AnimatedModel):
     """An animation made of whole steps (a block, a tile, a product): Step adds one, Play
     adds one every `step_seconds` of figure time, a huge dt jumps to the end. Subclasses
-    give `total_steps` and read `steps_done`; changing a parameter other than the speed
-    rewinds (override `parameter_changed` to narrow that)."""
+    give `total_steps` and read `steps_done`; a rewound figure shows `first_step` of them.
+    Changing a parameter other than the speed rewinds (override `parameter_changed` to
+    narrow that)."""
 
     step_seconds = 1.0
+    first_step = 0
 
     def __init__(self, parent: QObject | None = None) -> None:
         self._step = 0
         self._t = 0.0
         super().__init__(parent)
+        self._place(self.first_step)
 
     @property
     def total_steps(self) -> int:
@@ -588,6 +660,14 @@ class SteppedModel(AnimatedModel):
     @property
     def steps_done(self) -> int:
         return min(self._step, self.total_steps)
+
+    @property
+    def steps(self) -> int:
+        return max(self.total_steps - self.first_step, 0)
+
+    @property
+    def current_step(self) -> int:
+        return max(self.steps_done - self.first_step, 0)
 
     @property
     def finished(self) -> bool:
@@ -606,9 +686,7 @@ class SteppedModel(AnimatedModel):
             self.reset_state()
 
     def reset_state(self) -> None:
-        self._step = 0
-        self._t = 0.0
-        self._outputs = None
+        self._place(self.first_step)
 
     def advance_by(self, dt: float) -> bool:
         total, per = self.total_steps, self.step_seconds
@@ -618,23 +696,53 @@ class SteppedModel(AnimatedModel):
         return self._step < total
 
     def step_once(self) -> None:
-        self._step = min(self.total_steps, self._step + 1)
-        self._t = self._step * self.step_seconds
+        self._place(min(self.total_steps, self._step + 1))
+
+    def place_at_step(self, n: int) -> None:
+        self._place(min(self.first_step + n, self.total_steps))
+
+    def _place(self, step: int) -> None:
+        self._step = step
+        # Step 0 needs no step_seconds, which some figures compute from their outputs.
+        self._t = step * self.step_seconds if step else 0.0
         self._outputs = None
 
-    def finish(self) -> None:
-        """Jump to the last step."""
-        self.set_playing(False)
-        self._step = self.total_steps
-        self._t = self._step * self.step_seconds
-        self._notify()
+
+@dataclass(frozen=True)
+class Stops:
+    """Where Next stops on a timeline from 0 to `end`: each distinct mark inside it in
+    time order, then the end (marks closer than MARK_TOLERANCE of the timeline to each
+    other, to 0 or to the end are one stop: rounding makes 0.033 and 0.033000000000000015)."""
+
+    positions: tuple[float, ...]
+
+    @classmethod
+    def of(cls, marks: Iterable[float], end: float) -> Stops:
+        tolerance = MARK_TOLERANCE * end
+        kept: list[float] = []
+        for mark in sorted(float(m) for m in marks):
+            if (kept[-1] if kept else 0.0) + tolerance < mark < end - tolerance:
+                kept.append(mark)
+        return cls((*kept, float(end)))
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def passed(self, t: float) -> int:
+        """How many stops lie at or before time t."""
+        return bisect.bisect_right(self.positions, t + MARK_TOLERANCE * self.positions[-1])
+
+    def at(self, n: int) -> float:
+        """The time step n leads to: 0 for none, the end for all."""
+        return self.positions[min(n, len(self)) - 1] if n > 0 else 0.0
 
 
 class PlayheadModel(AnimatedModel):
     """An animation that draws a fixed timeline up to a moving playhead: Play sweeps it
     from 0 to `horizon` in `play_seconds` of figure time, Step jumps to the next of
     `step_marks()`, Rewind goes back to 0. It opens with the whole timeline drawn.
-    Subclasses give `horizon` (in the timeline's unit) and `step_marks()`."""
+    Subclasses give `horizon` (in the timeline's unit) and `step_marks()`; step n is the
+    n-th mark (`Stops`)."""
 
     play_seconds = 8.0
 
@@ -673,8 +781,25 @@ class PlayheadModel(AnimatedModel):
         self._progress = min(1.0, self._progress + max(0.0, float(dt)) / self.play_seconds)
         return self._progress < 1.0
 
+    def stops(self) -> Stops:
+        return Stops.of(self.step_marks(), self.horizon)
+
+    @property
+    def steps(self) -> int:
+        return len(self.stops())
+
+    @property
+    def current_step(self) -> int:
+        return self.steps if self.finished else self.stops().passed(self.t)
+
     def step_once(self) -> None:
-        horizon = self.horizon
-        now = self.t + 1e-9 * horizon
-        later = [float(mark) for mark in self.step_marks() if mark > now]
-        self._progress = min(1.0, min(later) / horizon) if later and horizon > 0 else 1.0
+        self.place_at_step(self.current_step + 1)
+
+    def place_at_step(self, n: int) -> None:
+        stops = self.stops()
+        if n <= 0:
+            self._progress = 0.0
+        elif n >= len(stops):  # the end is 1 exactly, also for a horizon of 0
+            self._progress = 1.0
+        else:
+            self._progress = stops.at(n) / self.horizon

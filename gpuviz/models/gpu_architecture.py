@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import AnimatedModel, FigureModel, Parameter, Readout, format_g, plural
+from gpuviz.core.model import FigureModel, Parameter, PlayheadModel, Readout, format_g, plural
 from gpuviz.core.schedule import Task, schedule_at
 from gpuviz.core.trace import Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
@@ -463,7 +463,7 @@ def warp_schedule(warps: int, issue_cycles: int, memory_latency: int) -> WarpSch
                         warp_bars(warps, c, lat, starts, owners, horizon))
 
 
-class WarpSchedulerModel(AnimatedModel):
+class WarpSchedulerModel(PlayheadModel):
     """Figure 1.2: one warp scheduler hides memory latency by switching warps. A warp
     computes for c cycles, then sits L cycles waiting on memory. Warps needed = 1 + ceil(L / c);
     with fewer, the scheduler idles 1 - n c / (c + L) of the time. Play draws the schedule
@@ -480,40 +480,19 @@ class WarpSchedulerModel(AnimatedModel):
                                help="Cycles a warp waits for its load (HBM is several "
                                     "hundred cycles)")
 
-    def __init__(self, parent: object = None) -> None:
-        self._progress = 1.0  # playhead as a share of the horizon; starts fully drawn
-        super().__init__(parent)
-
-    @property
-    def t(self) -> float:
-        """Playhead, in cycles."""
-        return self._progress * self.out.horizon
+    play_seconds = PLAY_SECONDS
 
     def compute(self) -> WarpSchedule:
         return warp_schedule(self.warps, self.issue_cycles, self.memory_latency)
 
-    # --- time ------------------------------------------------------------------------
-    def reset_state(self) -> None:
-        self._progress = 1.0
-
-    def rewind(self) -> None:
-        self._progress = 0.0
-        self._notify()
-
+    # --- time: the playhead `t` is in cycles -----------------------------------------
     @property
-    def finished(self) -> bool:
-        return self._progress >= 1.0
+    def horizon(self) -> float:
+        return self.out.horizon
 
-    def advance_by(self, dt: float) -> bool:
-        self._progress = min(1.0, self._progress + dt / PLAY_SECONDS)
-        return self._progress < 1.0
-
-    def step_once(self) -> None:
-        out = self.out
-        ends = out.starts + out.issue_cycles
-        later = ends[ends > self.t + 1e-9]
-        target = float(later[0]) if later.size else out.horizon
-        self._progress = min(1.0, target / out.horizon)
+    def step_marks(self) -> np.ndarray:
+        """The end of every burst."""
+        return self.out.starts + self.out.issue_cycles
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

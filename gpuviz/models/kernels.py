@@ -246,6 +246,10 @@ class TiledMatmulModel(SteppedModel):
     shared memory two full-size bf16 tiles need (`tile_pair_shared_bytes`) against the
     GPU's per-block limits."""
 
+    # It starts (and rewinds) with the first pair of tiles loaded: a blank picture with
+    # nothing loaded would have nothing to look at.
+    first_step = 1
+
     matrix_size = Parameter("8", label="Matrix size N",
                             choices=[(str(v), f"{v} × {v}") for v in MATRIX_SIZES],
                             help="A, B and C are N × N; the counters start again")
@@ -279,17 +283,6 @@ class TiledMatmulModel(SteppedModel):
     def parameter_changed(self, name: str) -> None:
         if name in ("matrix_size", "tile_size"):
             self.reset_state()
-
-    def __init__(self, parent: object = None) -> None:  # a QObject parent
-        super().__init__(parent)
-        self.reset_state()
-
-    def reset_state(self) -> None:
-        """Start (and rewind) at step 1, the first pair of tiles loaded: step 0 is a blank
-        picture with nothing to look at."""
-        super().reset_state()
-        self._step = 1
-        self._t = self.step_seconds
 
     def compute(self) -> TiledMatmul:
         return tiled_matmul_state(self.n, self.t, self.steps_done)

@@ -21,6 +21,7 @@ from gpuviz.core.model import (
     PredictFirstModel,
     Readout,
     SteppedModel,
+    Stops,
     si_readout,
     si_text,
 )
@@ -134,13 +135,25 @@ class StepMemoryModel(PredictFirstModel, AnimatedModel):
         self.set("progress", min(100.0, self.progress + 100.0 * max(0.0, dt) / PLAY_SECONDS))
         return not self.finished
 
-    def step_once(self) -> None:
-        """To the end of the next layer (or output layer) in the timeline."""
+    def stops(self) -> Stops:
+        """Where Step stops: the end of each layer (or output layer) in the timeline."""
         timeline = self.memory().timeline
-        t = self.progress / 100 * timeline.step_time
-        later = timeline.t[timeline.t > t + 1e-9]
-        target = float(later[0]) if later.size else timeline.step_time
-        self.set("progress", 100.0 * target / timeline.step_time)
+        return Stops.of(timeline.t, timeline.step_time)
+
+    @property
+    def steps(self) -> int:
+        return len(self.stops())
+
+    @property
+    def current_step(self) -> int:
+        return self.stops().passed(self.out.t)
+
+    def step_once(self) -> None:
+        self.place_at_step(self.current_step + 1)
+
+    def place_at_step(self, n: int) -> None:
+        stops = self.stops()
+        self.set("progress", 100.0 * stops.at(n) / stops.positions[-1])
 
     def answer_text(self) -> str:
         peak = self.out.memory.peak
@@ -334,10 +347,7 @@ class LayerActivationsModel(SteppedModel):
 
     def go_to(self, index: int) -> None:
         """Show the walk up to and including item `index` (a click on an operation)."""
-        self.set_playing(False)
-        self._step = max(0, min(self.total_steps, index + 1))
-        self._t = self._step * self.step_seconds
-        self._notify()
+        self.go_to_step(index + 1)
 
     def compute(self) -> LayerWalk:
         cfg = model(STEP_PRESET)
