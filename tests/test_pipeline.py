@@ -138,9 +138,10 @@ def test_zero_bubble_h1_beside_1f1b():
     assert ms(model, "step") == pytest.approx(27.0)  # 8 × 3 ms of work + 3 ms idle
     # Other times: the greedy order has no closed form, and the formula says so.
     model.backward_ms = 3.0
-    assert value(model, "formula") is None and "only for" in model.readouts()["formula"].text
+    assert value(model, "formula") is None
+    assert model.readouts()["formula"].text == "only if B = W = F"
     model = model_at(pipeline="zb_h1", stages=8, micro_batches=4)
-    assert value(model, "formula") is None  # m < p
+    assert model.readouts()["formula"].text == "only if m ≥ p"
 
 
 def test_next_stops_whenever_a_pass_ends():

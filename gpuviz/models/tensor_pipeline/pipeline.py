@@ -177,7 +177,8 @@ class PipelineModel(PlayheadModel):
         if out.formula is not None:
             textbook = Readout(formula, 100 * out.formula, "%")
         else:
-            why = NO_SCHEDULE if timed is None else "only for B = W = F, m ≥ p"
+            why = (NO_SCHEDULE if timed is None else
+                   "only if m ≥ p" if out.micro_batches < p else "only if B = W = F")
             textbook = Readout(formula, None, "%", shown=why)
         other = PIPELINE_NAMES[beside.pipeline]
         rows = {"step": None, "bubble": None, "formula": textbook, "idle": None,

@@ -47,9 +47,9 @@ class PipelineView(FigureView):
         self.timeline.add_legend([
             ("forward F", theme.color("compute_light")),
             ("backward B", theme.color("compute")),
-            ("weight gradient W (ZB-H1)", theme.color("compute"), W_HEIGHT / BOX_HEIGHT),
+            ("weight gradient W", theme.color("compute"), W_HEIGHT / BOX_HEIGHT),
             ("idle", theme.color("idle")),
-            ("micro-batches stashed", theme.color("memory"), STRIP_HEIGHT / BOX_HEIGHT)],
+            ("stash", theme.color("memory"), STRIP_HEIGHT / BOX_HEIGHT)],
             columns=3)
         self.notice = TextLayer(QRectF(0, -1, 1, 10), keep_inside=True)
         self.notice_label = self.notice.add(role="highlight", size=11, bold=True,
@@ -65,8 +65,10 @@ class PipelineView(FigureView):
         self.bars = CellGrid()
         bitem.addItem(self.bars)
         self.bar_text = TextLayer(QRectF(0, -1, 1, 10), keep_inside=True)
+        self.bar_labels = [self.bar_text.add(role="text", size=9, bold=True,
+                                             anchor=(-0.1, 0.5))
+                           for _ in range(self.model.parameter("stages").maximum)]
         bitem.addItem(self.bar_text)
-        self.bar_labels: list = []
 
         row = QWidget()
         layout = QHBoxLayout(row)
@@ -88,12 +90,8 @@ class PipelineView(FigureView):
         if self.needs_update("bar_range", top):
             self.bar_plot.getPlotItem().setXRange(0, top, padding=0)
         self.bar_text.set_bounds(QRectF(0, -1, top, p + 2))
-        while len(self.bar_labels) < p:
-            self.bar_labels.append(self.bar_text.add(role="text", size=9, bold=True,
-                                                     anchor=(-0.1, 0.5)))
         for i, label in enumerate(self.bar_labels):
             label.setVisible(i < p)
-            label.setPos(0.0, float(i))
         timed = out.timed
         if timed is None:
             empty = np.zeros(0)
@@ -101,7 +99,7 @@ class PipelineView(FigureView):
             self.timeline.set_idle(empty, empty, empty)
             self.strips.set_cells(np.zeros((0, 4)), [])
             # The time axis of the same step without interleaving, for scale.
-            end = out.beside.step_time / MS
+            end = nice_ceiling(out.beside.step_time / MS, FINE_STEPS)
             self.timeline.set_time_range(end)
             self.notice.set_bounds(QRectF(0, -1, end, p + 2))
             self.notice_label.setText("Interleaving needs m to be a multiple of p")
@@ -121,12 +119,12 @@ class PipelineView(FigureView):
                          for a, b in result.idle_intervals(lanes[i].resource)],
                         dtype=float).reshape(-1, 3)
         self.timeline.set_idle(gaps[:, 0], gaps[:, 1] / MS, gaps[:, 2] / MS)
-        rects, top = [], timed.peaks.max()
+        rects, most = [], timed.peaks.max()
         for i, (times, levels) in enumerate(timed.stash):
             held = levels[:-1] > 0
             x0, x1, level = times[:-1][held] / MS, times[1:][held] / MS, levels[:-1][held]
             rects.append(np.column_stack([x0, np.full(len(x0), i + STRIP_TOP), x1 - x0,
-                                          STRIP_HEIGHT * level / top]))
+                                          STRIP_HEIGHT * level / most]))
         strips = np.concatenate(rects)
         self.strips.set_cells(strips, [theme.color("memory")] * len(strips))
 
