@@ -125,12 +125,16 @@ class CellGrid(pg.GraphicsObject):
         self._outline_base = outline_width
         self._outline_width = theme.line_width(outline_width)
         self._outline_style = outline_style
-        shown = (_keys(fills), None if outlines is None else _keys(outlines),
-                 None if texts is None else np.array(self._texts, dtype=object),
-                 np.asarray(hatch, dtype=bool))
         look = (outline_width, outline_style, _key(text_color), _key(hatch_ink))
-        changed = None if moved or look != self._shown_look else self._changed(shown)
-        self._shown, self._shown_look = shown, look
+        if moved:  # repainted whole: nothing to compare the next cells with
+            changed = self._shown = None
+        else:
+            shown = (_keys(fills), None if outlines is None else _keys(outlines),
+                     None if texts is None else np.array(self._texts, dtype=object),
+                     np.asarray(hatch, dtype=bool))
+            changed = None if look != self._shown_look else self._changed(shown)
+            self._shown = shown
+        self._shown_look = look
         if changed is None:
             self.update()
         else:
