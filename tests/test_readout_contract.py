@@ -246,3 +246,10 @@ def test_predict_first_hides_the_answer_until_revealed_and_again_on_a_new_guess(
     assert Guess.how_close(11, 10) == "spot on"
     assert Guess.how_close(30, 10) == "3.0× too high"
     assert Guess.how_close(2, 10) == "5.0× too low"
+
+
+@pytest.mark.parametrize("spec", [s for s in FIGURES if s.animated], ids=lambda s: s.number)
+def test_an_animated_figure_has_the_signal_of_its_animation(spec):
+    # Qt builds a class's signals from its first base: PredictFirstModel first loses them.
+    model = spec.make_model()
+    assert model.metaObject().indexOfSignal("playing_changed(bool)") >= 0

@@ -479,7 +479,8 @@ class PredictFirstModel(FigureModel):
     or a parameter in `hidden_again_by`, changes. A readout that gives the answer away
     goes through `answer(readout)`: the window shows "press Reveal" until it is revealed,
     `--readout` gives the value with "hidden": true. `answer_text()` is the sentence shown
-    beside the guess once revealed."""
+    beside the guess once revealed. An animated one names its animation class first
+    (`class M(AnimatedModel, PredictFirstModel)`): Qt takes the signals of the first base."""
 
     guess_parameter = ""
     hidden_again_by: tuple[str, ...] = ()

@@ -76,7 +76,7 @@ class StepMemory:
         return "backward" if self.t < timeline.step_time - 1e-9 else "done"
 
 
-class StepMemoryModel(PredictFirstModel, AnimatedModel):
+class StepMemoryModel(AnimatedModel, PredictFirstModel):
     """Figure 6.1: the memory of one GPU through one training step of GPT-3 1.3B (mixed
     bf16 with Adam): the model states (16 bytes per parameter) stay flat, the stored
     activations rise layer by layer in the forward pass and fall in the backward pass, so
