@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPen
-from PySide6.QtWidgets import QGraphicsRectItem
+from PySide6.QtGui import QBrush, QColor, QPainter
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
@@ -57,12 +57,7 @@ class Timeline(QObject):
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)
         self.playhead.setVisible(False)
-        veil = QColor(theme.current().background)
-        veil.setAlpha(VEIL_ALPHA)
-        self.veil = QGraphicsRectItem()
-        self.veil.setPen(QPen(Qt.NoPen))
-        self.veil.setBrush(veil)
-        self.veil.setVisible(False)
+        self.veil = _Veil()
         self.veil.setZValue(1)  # above the boxes and what a figure adds beside them
         self.playhead.setZValue(2)
         item.addItem(self.veil)
@@ -187,10 +182,8 @@ class Timeline(QObject):
         """Veil every lane from time t to `end` (what a playhead has not reached yet) in
         the background colour, the boxes showing faintly through; None lifts it. Items the
         figure adds to the plot lie under it too, the playhead above it."""
-        shown = t is not None and t < end
-        if shown:
-            self.veil.setRect(QRectF(t, -0.6, end * 1.02 - t, len(self._lanes)))
-        self.veil.setVisible(shown)
+        self.veil.set_area(QRectF(0, -0.6, end * 1.02, len(self._lanes)))
+        self.veil.set_from(t if t is not None and t < end else None)
 
     def show_schedule(self, result: Schedule, fill: Callable[[Task], QColor],
                       text: Callable[[Task], str] = lambda task: task.text, *,
@@ -221,6 +214,56 @@ class Timeline(QObject):
             gaps = [(lane, a, min(b, until)) for lane, a, b in gaps]
         gap_array = np.array(gaps, dtype=float).reshape(-1, 3)
         self.set_idle(gap_array[:, 0], gap_array[:, 1] * scale, gap_array[:, 2] * scale)
+
+
+class _Veil(pg.GraphicsObject):
+    """The background colour, translucent, over an area from time `set_from(t)` on. Its
+    bounds stay put while t moves, and a move repaints only the strip between the old
+    and the new t (moving a rectangle item repaints both its old and new extent: every
+    box under it, each frame)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        colour = QColor(theme.current().background)
+        colour.setAlpha(VEIL_ALPHA)
+        self._brush = QBrush(colour)
+        self._area = QRectF()
+        self._from: float | None = None
+        # paint() is told the part to repaint (option.exposedRect) and fills only that.
+        self.setFlag(QGraphicsItem.ItemUsesExtendedStyleOption)
+
+    def set_area(self, area: QRectF) -> None:
+        if area != self._area:
+            self.prepareGeometryChange()
+            self._area = QRectF(area)
+            self.update()
+
+    def set_from(self, t: float | None) -> None:
+        before, self._from = self._from, t
+        if before == t:
+            return
+        if before is None or t is None:
+            self.update()
+            return
+        margin = 2 * (self.pixelWidth() or 0.0)  # the edge's antialiased pixels
+        low, high = min(before, t) - margin, max(before, t) + margin
+        self.update(QRectF(low, self._area.top(), high - low, self._area.height()))
+
+    def boundingRect(self) -> QRectF:  # noqa: N802
+        return self._area
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem,
+              *args: object) -> None:
+        if self._from is None:
+            return
+        area = self._area
+        veiled = QRectF(self._from, area.top(), area.right() - self._from, area.height())
+        # In device pixels, whole ones: a fill under the plot's scaling goes the slow way.
+        pixels = painter.transform().mapRect(veiled.intersected(option.exposedRect))
+        painter.save()
+        painter.resetTransform()
+        painter.fillRect(pixels.toAlignedRect(), self._brush)
+        painter.restore()
 
 
 def _colour_codes(fills: Sequence[QColor | None]) -> np.ndarray:

@@ -24,7 +24,7 @@ step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class Timed:
     def step_time(self) -> float:
         return self.schedule.step_time
 
-    @property
+    @cached_property
     def idle(self) -> float:
         """Idle time of stage 0 (every stage idles the same: each does the same work)."""
         return self.schedule.idle(stage_lane(0))
@@ -74,7 +74,7 @@ class Timed:
         step = self.step_time
         return self.idle / step if step > 0 else 0.0
 
-    @property
+    @cached_property
     def peaks(self) -> np.ndarray:
         return np.array([float(levels.max()) for _, levels in self.stash])
 
