@@ -58,3 +58,36 @@ def test_each_slider_change_leaves_the_window_as_a_full_render(spec, themed):
             shown, rendered = _shown_and_rendered(themed, page)
             assert shown == rendered, f"{slider.accessibleName()} at {position}: stale pixels"
     page.close()
+
+
+def test_a_change_repaints_a_figure_of_two_plots_in_one_window_repaint(themed):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QGraphicsView, QSlider
+
+    class Count(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.events: list[tuple[QObject, QEvent.Type]] = []
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+            if event.type() in (QEvent.Paint, QEvent.UpdateRequest):
+                self.events.append((watched, event.type()))
+            return False
+
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "8.2")
+    _, page = _page(spec, themed)
+    viewports = [view.viewport() for view in page.findChildren(QGraphicsView)]
+    assert len(viewports) == 2
+    count = Count()
+    for watched in [page, *viewports]:
+        watched.installEventFilter(count)
+    slider = page.findChildren(QSlider)[0]
+    slider.setValue(slider.value() + (slider.maximum() - slider.minimum()) // 10)
+    themed.processEvents()
+    # Both plots changed: each is painted once, in the window's one repaint of the change
+    # (each scene used to repaint and flush the window on its own).
+    assert [kind for watched, kind in count.events
+            if watched is page and kind == QEvent.UpdateRequest] == [QEvent.UpdateRequest]
+    for viewport in viewports:
+        assert [kind for watched, kind in count.events if watched is viewport] == [QEvent.Paint]
+    page.close()

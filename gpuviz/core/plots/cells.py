@@ -28,6 +28,9 @@ class CellGrid(pg.GraphicsObject):
     One-line cell texts are cached as laid-out QStaticTexts placed with numpy: drawText
     lays a string out again on every call (about 25 µs each), milliseconds for a labelled
     grid. Texts of several lines (a few titles) still go through drawText.
+
+    `set_cells` repaints only the cells that look different from what is shown (none, when
+    nothing changed), unless the cells moved or a quarter of them changed.
 """
 
     clicked = Signal(int)
