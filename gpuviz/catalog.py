@@ -527,7 +527,21 @@ LESSONS: tuple[Lesson, ...] = (
             "speed-up is gone.",
             "quantization:W4A16Model", "quantization.w4a16:W4A16View", "weight-only"),
     )),
-    Lesson(12, "serving", "LLM inference serving", "12-serving.md"),
+    Lesson(12, "serving", "LLM inference serving", "12-serving.md", (
+        # lesson 12 figures
+        FigureSpec(
+            "12.1", "decode_batch", "A decode step against the batch",
+            "The top bars are the roofline times of one decode step: orange is reading "
+            "the weights (dark), the KV caches (light) and the activations (grey), blue is "
+            "the arithmetic; the step takes the longer row. The middle bar is the GPU's "
+            "memory, the lower chart tokens per second against the time per output token "
+            "for every batch that fits. <i>Try this:</i> take the batch from 1 to 64, then "
+            "to 186: 64 times the work costs about twice the time, then the light part "
+            "takes over. Then try an 8,192-token context, an FP8 cache, or Llama-2-7B "
+            "(no GQA), and watch the largest batch.",
+            "serving.decode_batch:DecodeBatchModel", "serving.decode_batch:DecodeBatchView",
+            "decode-batch"),
+    )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),
 )
 

@@ -324,14 +324,54 @@ def totals(ops: list[Op]) -> tuple[float, float]:
     return sum(op.flops for op in ops), sum(op.bytes for op in ops)
 
 
+@dataclass(frozen=True)
+class PassCost:
+    """One whole forward pass (L layers plus the head ops): its FLOPs, and its HBM bytes
+    split by what they are. This is the one accounting of a pass's bytes (Lesson 2 times
+    its ops one by one, Lesson 12 a whole decode step):
+      weights      every matrix, bias and norm gain the pass multiplies by, read once;
+                   the token embedding table only as the rows looked up (counted with
+                   the activations), unless it is tied to the output matrix;
+      kv_cache     K and V read from the cache (decode), in the cache's precision;
+      activations  every kernel's inputs and outputs through HBM, the looked-up
+                   embedding rows and the RoPE tables.
+    """
+
+    flops: float
+    weights: float
+    kv_cache: float
+    activations: float
+
+    @property
+    def bytes(self) -> float:
+        return self.weights + self.kv_cache + self.activations
+
+
+def forward_parts(cfg: ModelConfig, batch: int, context: int, phase: str = "decode",
+                  bytes_per_element: float = BF16_BYTES, *,
+                  kv_bytes_per_element: float | None = None, **options: object) -> PassCost:
+    """The `PassCost` of one forward pass; `kv_bytes_per_element` stores the KV cache in
+    another precision than the rest (an fp8 cache: 1)."""
+    layer = layer_ops(cfg, batch, context, phase, bytes_per_element, **options)
+    head = head_ops(cfg, batch, context, phase, bytes_per_element)
+
+    def whole(attr: str) -> float:
+        return (cfg.layers * sum(getattr(op, attr) for op in layer)
+                + sum(getattr(op, attr) for op in head))
+
+    kv = whole("kv_bytes")
+    cache_ratio = 1.0 if kv_bytes_per_element is None else (kv_bytes_per_element
+                                                              / bytes_per_element)
+    return PassCost(whole("flops"), whole("weight_bytes"), kv * cache_ratio,
+                    whole("bytes") - whole("weight_bytes") - kv)
+
+
 def forward_cost(cfg: ModelConfig, batch: int, context: int, phase: str = "decode",
                  bytes_per_element: float = BF16_BYTES, **options: object
                  ) -> tuple[float, float]:
     """(FLOPs, bytes) of one whole forward pass: L layers plus the head ops."""
-    layer_flops, layer_bytes = totals(layer_ops(cfg, batch, context, phase,
-                                                bytes_per_element, **options))
-    head_flops, head_bytes = totals(head_ops(cfg, batch, context, phase, bytes_per_element))
-    return cfg.layers * layer_flops + head_flops, cfg.layers * layer_bytes + head_bytes
+    cost = forward_parts(cfg, batch, context, phase, bytes_per_element, **options)
+    return cost.flops, cost.bytes
 
 
 def _check_phase(phase: str) -> None:

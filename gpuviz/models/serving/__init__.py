@@ -1,0 +1,28 @@
+"""Lesson 12, LLM inference serving: one module per figure, with the lesson's shared,
+Qt-free physics beside them (`costs`: a decode step's bytes, FLOPs and time, and the GPU's
+memory budget; `decode_batch`: 12.1, the step time against the batch)."""
+
+from gpuviz.models.serving.costs import (
+    CACHE_BYTES,
+    CACHE_PRECISIONS,
+    HEADROOM,
+    WORKSPACE,
+    DecodeSteps,
+    MemoryBudget,
+    decode_steps,
+    memory_budget,
+)
+from gpuviz.models.serving.decode_batch import DecodeBatchModel, DecodeBatchOut
+
+__all__ = [
+    "CACHE_BYTES",
+    "CACHE_PRECISIONS",
+    "HEADROOM",
+    "WORKSPACE",
+    "DecodeBatchModel",
+    "DecodeBatchOut",
+    "DecodeSteps",
+    "MemoryBudget",
+    "decode_steps",
+    "memory_budget",
+]

@@ -1,0 +1,128 @@
+"""Figure 12.1: the time of one decode step against the batch, and the memory that caps
+the batch (physics in `serving.costs`).
+
+Batching is nearly free in decode while the weights dominate the bytes: they are read
+once per step for the whole batch, so from batch 1 to 64 the work grows 64× and the step
+(4.56 → 9.84 ms for Llama-3-8B on an H100, 2,048 tokens) only 2.16×. Every sequence
+reads its own KV cache, though, so the caches take over (74% of the bytes at 186, the
+largest batch that fits) and the time per output token climbs while the tokens per
+second level off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuviz.core.model import FigureModel, Parameter, Readout, si_readout, time_readout
+from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
+from gpuviz.data.models import model, model_choices
+from gpuviz.models.serving.costs import (
+    CACHE_PRECISIONS,
+    DecodeSteps,
+    MemoryBudget,
+    decode_steps,
+    memory_budget,
+)
+
+DEFAULT_PRESET = "llama3_8b"
+BATCH_MAX = 4096
+CURVE_POINTS = 400  # batch sizes on the trade-off curve (all of them up to this many)
+
+
+@dataclass(frozen=True)
+class DecodeBatchOut:
+    budget: MemoryBudget
+    step: DecodeSteps  # at the chosen batch (arrays of one)
+    first: DecodeSteps  # at batch 1
+    curve: DecodeSteps  # every batch that fits (thinned past CURVE_POINTS)
+
+    @property
+    def fits(self) -> bool:
+        return self.step.batch[0] <= self.budget.max_batch
+
+    @property
+    def slowdown(self) -> float:
+        return float(self.step.time[0] / self.first.time[0])
+
+    @property
+    def bound(self) -> str:
+        return "memory" if self.step.memory_time[0] >= self.step.compute_time[0] else "compute"
+
+
+def curve_batches(max_batch: int) -> np.ndarray:
+    """Every batch size from 1 to max_batch, or CURVE_POINTS of them spread on a log scale."""
+    if max_batch <= CURVE_POINTS:
+        return np.arange(1, max_batch + 1)
+    return np.unique(np.geomspace(1, max_batch, CURVE_POINTS).round().astype(int))
+
+
+class DecodeBatchModel(FigureModel):
+    """Figure 12.1: one decode step's roofline times and the GPU's memory at a batch, and
+    tokens per second against time per output token over every batch that fits."""
+
+    preset = Parameter(DEFAULT_PRESET, label="Model", choices=model_choices,
+                       help="Layers, widths and KV heads from resources/models")
+    gpu = Parameter(DEFAULT_GPU, label="GPU", choices=gpu_choices,
+                    help="HBM size and bandwidth, peak BF16 FLOP/s")
+    batch_size = Parameter(1, label="Batch", unit="sequences", minimum=1, maximum=BATCH_MAX,
+                      log=True, help="Sequences decoded together, one token each per step")
+    context = Parameter(2048, label="Context", unit="tokens", minimum=128, maximum=131072,
+                        log=True, help="Tokens in each sequence's KV cache")
+    cache = Parameter("bf16", label="KV cache", choices=CACHE_PRECISIONS,
+                      help="Precision of the cached keys and values (the weights stay "
+                           "BF16)")
+
+    def compute(self) -> DecodeBatchOut:
+        args = (self.preset, self.gpu, self.context, self.cache)
+        budget = memory_budget(*args)
+        return DecodeBatchOut(budget, decode_steps(*args, self.batch_size),
+                              decode_steps(*args, 1),
+                              decode_steps(*args, curve_batches(budget.max_batch)))
+
+    def readouts(self) -> dict[str, Readout]:
+        out = self.out
+        step = out.step
+        return {
+            "max_batch": Readout("Largest batch that fits", out.budget.max_batch,
+                                 "sequences"),
+            "step_time": time_readout("Step = time per output token", step.time[0]),
+            "slowdown": Readout("Step / step at batch 1", out.slowdown, "×"),
+            "weights_time": time_readout("Reading the weights", step.weights[0]
+                                         / step.bandwidth),
+            "cache_time": time_readout("Reading the KV caches", step.kv_cache[0]
+                                       / step.bandwidth),
+            "compute_time": time_readout("Compute", step.compute_time[0]),
+            "cache_share": Readout("KV caches, share of bytes", 100 * step.cache_share[0],
+                                   "%", decimals=0),
+            "tokens_per_second": Readout("Tokens per second", step.tokens_per_second[0],
+                                         "tokens/s"),
+            "cache_per_sequence": si_readout("KV cache per sequence",
+                                             out.budget.cache_per_sequence, "B"),
+            "bound": Readout("Step is", name=f"{out.bound}-bound"),
+            "fits": Readout("Batch fits", out.fits),
+        }
+
+    def message(self) -> tuple[str, bool]:
+        out, budget = self.out, self.out.budget
+        cfg = model(self.preset)
+        name = gpu(self.gpu).short_name
+        if budget.max_batch == 0:
+            return (f"{cfg.short_name}'s weights ({budget.weights / 1e9:.0f} GB) leave no "
+                    f"room for a single {self.context:,}-token cache on one {name}: it "
+                    "needs more GPUs (tensor parallelism, Lesson 9).", True)
+        if not out.fits:
+            return (f"{self.batch_size:,} caches do not fit: at most {budget.max_batch:,} "
+                    f"sequences of {self.context:,} tokens on one {name}.", True)
+        if self.context > cfg.context:
+            return (f"{cfg.name} was trained for {cfg.context:,} tokens; a "
+                    f"{self.context:,}-token context is beyond it (the numbers still "
+                    "follow the formulas).", True)
+        share = f"{100 * out.step.cache_share[0]:.0f}%"
+        if self.batch_size == 1:
+            return (f"One sequence: the step reads all {budget.weights / 1e9:.1f} GB of "
+                    f"weights for a single token (the cache is {share} of the bytes). "
+                    "Raise the batch.", False)
+        return (f"{self.batch_size:,}× the work of batch 1 takes {out.slowdown:.2f}× the "
+                f"time: the caches are {share} of the bytes a step reads.", False)

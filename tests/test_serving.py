@@ -1,0 +1,128 @@
+"""Lesson 12, inference serving: a decode step's cost and the memory that caps the batch
+(gpuviz.models.serving)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuviz.data.hardware import gpu, load_gpus
+from gpuviz.data.models import load_models, model
+from gpuviz.models import transformer as tf
+from gpuviz.models.memory import GB
+from gpuviz.models.serving import DecodeBatchModel, decode_steps, memory_budget
+
+PRESETS = list(load_models())
+GPUS = list(load_gpus())
+
+
+# --- 12.1 --------------------------------------------------------------------------------
+
+def decode_model(**values) -> DecodeBatchModel:
+    m = DecodeBatchModel()  # Llama-3-8B, H100, 2,048 tokens, bf16 cache
+    for name, value in values.items():
+        m.set(name, value)
+    return m
+
+
+def test_largest_batch_and_what_changes_it():
+    assert decode_model().out.budget.max_batch == 186
+    assert decode_model(cache="fp8").out.budget.max_batch == 372
+    assert decode_model(context=8192).out.budget.max_batch == 46
+    assert decode_model(preset="llama2_7b").out.budget.max_batch == 48  # no GQA
+
+
+def test_budget_is_hbm_less_headroom_workspace_and_weights():
+    b = memory_budget("llama3_8b", "h100_sxm", 2048, "bf16")
+    assert b.hbm == 80 * GB and b.headroom == 12 * GB and b.workspace == 2 * GB
+    assert b.weights == 2 * 8_030_261_248
+    assert b.cache_per_sequence == 128 * 1024 * 2048
+    assert b.cache_pool == pytest.approx(49.94 * GB, rel=1e-3)
+
+
+def test_step_times_of_the_worked_example():
+    """Batch 1: 4.56 ms; 64: 9.84 ms (2.16x for 64x the work); 186: 20.1 ms with the
+    caches 74% of the bytes."""
+    times = {}
+    for batch in (1, 64, 186):
+        m = decode_model(batch_size=batch)
+        times[batch] = m.out.step.time[0]
+        assert m.out.bound == "memory"
+    assert round(times[1] * 1e3, 2) == 4.56
+    assert round(times[64] * 1e3, 2) == 9.84
+    assert round(times[186] * 1e3, 1) == 20.1
+    assert round(times[64] / times[1], 2) == 2.16
+    m = decode_model(batch_size=186)
+    assert round(100 * m.out.step.cache_share[0]) == 74
+    assert m.readouts()["slowdown"].text == "4.39×"
+
+
+def test_one_accounting_with_the_transformer_module():
+    """The step's bytes are forward_parts' (Lesson 2's ops summed), at every batch."""
+    cfg = model("llama3_8b")
+    steps = decode_steps("llama3_8b", "h100_sxm", 2048, "bf16", np.array([1, 7, 186]))
+    for i, batch in enumerate((1, 7, 186)):
+        flops, nbytes = tf.forward_cost(cfg, batch, 2048, "decode")
+        assert steps.bytes[i] == pytest.approx(nbytes, rel=1e-12)
+        assert steps.flops[i] == pytest.approx(flops, rel=1e-12)
+
+
+def test_why_it_is_not_parameters_plus_caches():
+    """The rule of thumb 2 bytes x 8.03 B parameters + caches (4.87 ms at batch 1) counts
+    the 1.05 GB input embedding table, of which a step reads only its B rows, and leaves
+    out the activations (12 MB at batch 1, 2.25 GB at 186)."""
+    cfg = model("llama3_8b")
+    count = tf.parameter_count(cfg)
+    step = decode_steps("llama3_8b", "h100_sxm", 2048, "bf16", np.array([1, 186]))
+    assert 2 * count.total - step.weights[0] == 2 * count.token_embedding == 1_050_673_152
+    assert round(step.activations[0] / 1e6) == 12
+    assert round(step.activations[1] / 1e9, 2) == 2.25
+    rule = (2 * count.total + step.kv_cache[0]) / gpu("h100_sxm").hbm_bandwidth
+    assert round(rule * 1e3, 2) == 4.87
+
+
+def test_fp8_cache_halves_the_cache_bytes_only():
+    bf16 = decode_steps("llama3_8b", "h100_sxm", 2048, "bf16", 64)
+    fp8 = decode_steps("llama3_8b", "h100_sxm", 2048, "fp8", 64)
+    assert fp8.kv_cache[0] == bf16.kv_cache[0] / 2
+    assert fp8.weights[0] == bf16.weights[0] and fp8.flops[0] == bf16.flops[0]
+
+
+def test_trade_off_curve_covers_every_batch_that_fits():
+    out = decode_model().out
+    assert list(out.curve.batch) == list(range(1, 187))
+    assert np.all(np.diff(out.curve.time) > 0)  # longer steps
+    assert np.all(np.diff(out.curve.tokens_per_second) > 0)  # more tokens per second
+
+
+def test_too_big_a_batch_or_model_is_flagged():
+    m = decode_model(batch_size=200)
+    assert not m.out.fits and m.message()[1]
+    m = decode_model(preset="gpt3_175b")
+    assert m.out.budget.max_batch == 0 and len(m.out.curve.batch) == 0
+    assert "more GPUs" in m.message()[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(preset=st.sampled_from(PRESETS), gpu_key=st.sampled_from(GPUS),
+       batch=st.integers(1, 4096), context=st.integers(128, 131072),
+       cache=st.sampled_from(["bf16", "fp8"]))
+def test_decode_sweep(preset, gpu_key, batch, context, cache):
+    m = decode_model(preset=preset, gpu=gpu_key, batch_size=batch, context=context,
+                     cache=cache)
+    out = m.out
+    step = out.step
+    assert math.isfinite(step.time[0]) and step.time[0] > 0
+    assert step.time[0] >= out.first.time[0]
+    assert 0 <= step.cache_share[0] < 1
+    assert out.fits == (batch <= out.budget.max_batch)
+    if len(out.curve.batch):
+        assert out.curve.batch[-1] == out.budget.max_batch
+        assert np.all(np.isfinite(out.curve.tokens_per_second))
+    for readout in m.readouts().values():
+        assert readout.text
+    assert m.message()[0]
