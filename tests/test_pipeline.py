@@ -111,7 +111,7 @@ def test_interleaved_readouts_for_every_p_m_and_v():
 
 def test_interleaved_with_m_not_a_multiple_of_p_has_a_message_not_a_picture():
     model = model_at(pipeline="interleaved", stages=4, micro_batches=6, chunks=2)
-    assert model.out.timed is None and len(model.out.lanes) == 0
+    assert model.out.timed is None and len(model.step_marks()) == 0
     # The comparison still stands: 1F1B of the same p and m.
     assert value(model, "beside_bubble") == pytest.approx(100 * 3 / 9)
     model.micro_batches = 8
@@ -207,4 +207,4 @@ def test_sweep(pipeline, p, m, v, f, b, steps):
     assert np.all(timed.peaks <= m) and np.all(timed.peaks > 0)
     assert np.all(timed.held_at(model.t) <= timed.peaks)
     assert 0 <= model.t <= timed.step_time * (1 + 1e-12)
-    assert len(out.lanes) == len(timed.schedule.tasks) and out.lanes.max() == p - 1
+    assert len(timed.lanes) == len(timed.schedule.tasks) and timed.lanes.max() == p - 1

@@ -78,6 +78,17 @@ class Timed:
     def peaks(self) -> np.ndarray:
         return np.array([float(levels.max()) for _, levels in self.stash])
 
+    @cached_property
+    def lanes(self) -> np.ndarray:
+        """The stage of each task (for drawing)."""
+        stage_of = {stage_lane(i): i for i in range(len(self.stash))}
+        return np.array([stage_of[task.resource] for task in self.schedule.tasks])
+
+    @cached_property
+    def marks(self) -> np.ndarray:
+        """The times Next stops at: every distinct end of a pass (to a ns, in seconds)."""
+        return np.unique(np.round(self.schedule.end, 9))
+
     def held_at(self, t: float) -> np.ndarray:
         """Micro-batches each stage holds at time t."""
         return np.array([float(levels[np.searchsorted(times, t, side="right") - 1])
@@ -107,8 +118,6 @@ class PipelineOut:
     timed: Timed | None  # None: interleaving with m not a multiple of p
     beside: Timed  # 1F1B (GPipe when the pipeline is 1F1B), for comparison
     formula: float | None  # the textbook bubble share; None where it does not hold
-    lanes: np.ndarray  # per task: the stage it runs on (for drawing)
-    marks: np.ndarray  # the times Next stops at: every distinct end of a pass
 
     @property
     def valid(self) -> bool:
@@ -147,14 +156,7 @@ class PipelineModel(PlayheadModel):
         formula = bubble_share(pipeline, p, m, v)
         if not valid or (pipeline == "zb_h1" and not (np.isclose(b, 2 * f) and m >= p)):
             formula = None
-        if timed is None:
-            lanes, marks = np.zeros(0, dtype=int), np.zeros(0)
-        else:
-            result = timed.schedule
-            stage_of = {stage_lane(i): i for i in range(p)}
-            lanes = np.array([stage_of[task.resource] for task in result.tasks])
-            marks = np.unique(np.round(result.end / MS, 9)) * MS
-        return PipelineOut(pipeline, p, m, v, timed, beside, formula, lanes, marks)
+        return PipelineOut(pipeline, p, m, v, timed, beside, formula)
 
     @property
     def horizon(self) -> float:
@@ -162,7 +164,8 @@ class PipelineModel(PlayheadModel):
         return timed.step_time if timed is not None else 0.0
 
     def step_marks(self) -> np.ndarray:
-        return self.out.marks
+        timed = self.out.timed
+        return timed.marks if timed is not None else np.zeros(0)
 
     def trace(self) -> Trace:
         out = self.out

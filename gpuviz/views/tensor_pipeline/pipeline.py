@@ -112,7 +112,7 @@ class PipelineView(FigureView):
         kinds = [task.kind for task in result.tasks]
         fills = {kind: theme.color(role) for kind, role in KIND_ROLES.items()}
         self.timeline.set_boxes(
-            out.lanes, result.start / MS, result.end / MS, [fills[k] for k in kinds],
+            timed.lanes, result.start / MS, result.end / MS, [fills[k] for k in kinds],
             [task.text for task in result.tasks],
             heights=np.array([W_HEIGHT if k == WEIGHT else BOX_HEIGHT for k in kinds]))
         gaps = np.array([(i, a, b) for i in range(p)
