@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuviz.models.tensor_pipeline.pipeline import (
+    MAX_STOPS,
     NO_SCHEDULE,
     PIPELINE_CHOICES,
     PipelineModel,
@@ -145,11 +146,17 @@ def test_zero_bubble_h1_beside_1f1b():
 
 
 def test_next_stops_whenever_a_pass_ends():
+    """At most MAX_STOPS stops, each the end of a pass: all of them for a small step,
+    one every 1/48 of the step or more for thousands of short passes."""
     model = model_at(pipeline="1f1b")
     result = model.out.timed.schedule
     marks = model.step_marks()
     assert np.all(np.diff(marks) > 0) and marks[-1] == pytest.approx(result.step_time)
     assert set(np.round(marks / MS, 6)) == set(np.round(result.end / MS, 6))
+    big = model_at(pipeline="interleaved", stages=8, micro_batches=32, chunks=4)
+    stops, ends = big.step_marks(), np.round(big.out.timed.schedule.end / MS, 6)
+    assert len(stops) <= MAX_STOPS + 1 and set(np.round(stops / MS, 6)) <= set(ends)
+    assert np.all(np.diff(stops)[:-1] >= big.horizon / MAX_STOPS - 1e-12)
     model.rewind()
     assert model.t == 0
     for mark in marks:

@@ -44,6 +44,7 @@ PIPELINE_CHOICES = (("gpipe", "GPipe"), ("1f1b", "1F1B"), ("interleaved", "Inter
 PIPELINE_NAMES = dict(PIPELINE_CHOICES)
 FORMULAS = {"gpipe": "(p − 1)/(m + p − 1)", "1f1b": "(p − 1)/(m + p − 1)",
             "interleaved": "(p − 1)/(v m + p − 1)", "zb_h1": "(p − 1)/(3 m + p − 1)"}
+MAX_STOPS = 48  # presses of Next through one step, at most
 NO_SCHEDULE = "no schedule"  # interleaving with m not a multiple of p (the comment says why)
 
 
@@ -86,8 +87,16 @@ class Timed:
 
     @cached_property
     def marks(self) -> np.ndarray:
-        """The times Next stops at: every distinct end of a pass (to a ns, in seconds)."""
-        return np.unique(np.round(self.schedule.end, 9))
+        """The times Next stops at: the ends of passes (to a ns, in seconds), at least
+        1/MAX_STOPS of the step apart, so that thousands of short passes take a few dozen
+        presses; the step's end is the last."""
+        ends = np.unique(np.round(self.schedule.end, 9)).tolist()
+        gap = self.step_time / MAX_STOPS
+        kept = []
+        for end in ends[:-1]:
+            if end - (kept[-1] if kept else 0.0) >= gap:
+                kept.append(end)
+        return np.array(kept + ends[-1:])
 
     def held_at(self, t: float) -> np.ndarray:
         """Micro-batches each stage holds at time t."""
