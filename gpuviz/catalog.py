@@ -541,6 +541,17 @@ LESSONS: tuple[Lesson, ...] = (
             "(no GQA), and watch the largest batch.",
             "serving.decode_batch:DecodeBatchModel", "serving.decode_batch:DecodeBatchView",
             "decode-batch"),
+        FigureSpec(
+            "12.2", "batching", "Static and continuous batching",
+            "The same requests, served two ways. Each row is a batch slot, time runs in "
+            "decode steps; every request starts with one prefill step (the narrow box) "
+            "and goes on with a decode step per output token. Violet is a slot doing "
+            "nothing. In static batching a finished request keeps its slot until the "
+            "longest of its batch ends. <i>Try this:</i> press New random requests a few "
+            "times, then raise the longest output: the static schedule grows violet, the "
+            "continuous one stays nearly full.",
+            "serving.batching:BatchingModel", "serving.batching:BatchingView",
+            "continuous-batching"),
     )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),
 )

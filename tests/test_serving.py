@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,11 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuviz.core.trace import read_trace, write_trace
 from gpuviz.data.hardware import gpu, load_gpus
 from gpuviz.data.models import load_models, model
 from gpuviz.models import transformer as tf
 from gpuviz.models.memory import GB
-from gpuviz.models.serving import DecodeBatchModel, decode_steps, memory_budget
+from gpuviz.models.serving import (
+    BatchingModel,
+    DecodeBatchModel,
+    decode_steps,
+    memory_budget,
+)
 
 PRESETS = list(load_models())
 GPUS = list(load_gpus())
@@ -126,3 +133,78 @@ def test_decode_sweep(preset, gpu_key, batch, context, cache):
     for readout in m.readouts().values():
         assert readout.text
     assert m.message()[0]
+
+
+# --- 12.2 --------------------------------------------------------------------------------
+
+def batching_model(**values) -> BatchingModel:
+    m = BatchingModel()  # 4 slots, 16 requests, outputs up to 32 tokens, seed 1
+    for name, value in values.items():
+        m.set(name, value)
+    return m
+
+
+def test_static_batches_wait_for_their_longest_request():
+    m = batching_model()
+    outputs = m.out.outputs
+    assert list(outputs) == [16, 17, 25, 31, 2, 5, 27, 31, 8, 10, 28, 14, 9, 27, 9, 14]
+    batches = outputs.reshape(4, 4)
+    assert m.out.static.steps == batches.max(axis=1).sum() == 117
+    assert m.out.continuous.steps == 80
+
+
+def test_continuous_slots_take_the_next_request_at_once():
+    """Each request starts the step after the slot that frees first, as a heap of
+    free times says; the scheduler's times agree."""
+    m = batching_model(seed=7, slots=3, requests=20)
+    result = m.out.continuous.schedule
+    free = [0] * 3
+    for i, n in enumerate(m.out.outputs):
+        slot = min(range(3), key=lambda s: (free[s], s))
+        name = f"continuous slot {slot + 1} R{i + 1} prefill"
+        assert result.start[result.index(name)] == free[slot]
+        free[slot] += int(n)
+    assert m.out.continuous.steps == max(free)
+
+
+def test_readouts_of_both_policies():
+    r = batching_model().readouts()
+    assert r["static_steps"].value == 117 and r["continuous_steps"].value == 80
+    assert r["static_use"].text == "58%" and r["continuous_use"].text == "85%"
+    assert r["speedup"].text == "1.46×"
+    step = decode_steps("llama3_8b", "h100_sxm", 2048, "bf16", 4).time[0]
+    assert r["continuous_rate"].value == pytest.approx(273 / (80 * step))
+
+
+def test_trace_has_a_process_per_policy_and_a_thread_per_slot(tmp_path):
+    m = batching_model(slots=3)
+    trace = m.trace()
+    path = tmp_path / "batching.json"
+    write_trace(trace, path)
+    events = json.loads(path.read_text(encoding="utf-8"))["traceEvents"]
+    processes = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert processes == {"Static batching", "Continuous batching"}
+    boxes = [e for e in events if e["ph"] == "X"]
+    assert len(boxes) == len(m.out.static.schedule.tasks) + len(m.out.continuous.schedule.tasks)
+    assert max(e["ts"] + e["dur"] for e in boxes) == pytest.approx(
+        m.out.static.steps * trace.seconds * 1e6)
+    back = read_trace(path)
+    assert [lane.text for lane in back.lanes] == ["slot 1", "slot 2", "slot 3"] * 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(slots=st.integers(2, 16), requests=st.integers(4, 48), longest=st.integers(2, 128),
+       seed=st.integers(0, 9999))
+def test_batching_sweep(slots, requests, longest, seed):
+    m = batching_model(slots=slots, requests=requests, longest=longest, seed=seed)
+    out = m.out
+    tokens = int(out.outputs.sum())
+    assert out.continuous.steps <= out.static.steps
+    assert out.static.steps >= -(-tokens // slots)
+    for policy in (out.static, out.continuous):
+        # every output token is one busy slot-step
+        assert policy.slot_use == pytest.approx(tokens / (slots * policy.steps))
+        assert 0 < policy.slot_use <= 1
+        assert np.isfinite(policy.tokens_per_second)
+    for readout in m.readouts().values():
+        assert readout.text

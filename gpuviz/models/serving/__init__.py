@@ -1,7 +1,9 @@
 """Lesson 12, LLM inference serving: one module per figure, with the lesson's shared,
 Qt-free physics beside them (`costs`: a decode step's bytes, FLOPs and time, and the GPU's
-memory budget; `decode_batch`: 12.1, the step time against the batch)."""
+memory budget; `decode_batch`: 12.1, the step time against the batch; `batching`: 12.2,
+static against continuous batching)."""
 
+from gpuviz.models.serving.batching import BatchingModel, BatchingOut, Policy
 from gpuviz.models.serving.costs import (
     CACHE_BYTES,
     CACHE_PRECISIONS,
@@ -15,6 +17,8 @@ from gpuviz.models.serving.costs import (
 from gpuviz.models.serving.decode_batch import DecodeBatchModel, DecodeBatchOut
 
 __all__ = [
+    "BatchingModel",
+    "BatchingOut",
     "CACHE_BYTES",
     "CACHE_PRECISIONS",
     "HEADROOM",
@@ -23,6 +27,7 @@ __all__ = [
     "DecodeBatchOut",
     "DecodeSteps",
     "MemoryBudget",
+    "Policy",
     "decode_steps",
     "memory_budget",
 ]
