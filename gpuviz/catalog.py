@@ -552,6 +552,18 @@ LESSONS: tuple[Lesson, ...] = (
             "continuous one stays nearly full.",
             "serving.batching:BatchingModel", "serving.batching:BatchingView",
             "continuous-batching"),
+        FigureSpec(
+            "12.3", "kv_blocks", "KV-cache memory: reserved ranges or paged blocks",
+            "Each square is one token slot of the KV-cache pool, and a group of 4 is one "
+            "block. Orange slots hold a token, violet ones are taken but empty (waste), "
+            "grey ones are free; a short bar marks where a reserved range starts. The "
+            "numbers say which request owns a block; click one to list its block table. "
+            "<i>Try this:</i> press Step a few times in contiguous mode and read the used "
+            "share, then switch to paged. In paged mode fork the oldest request (magenta "
+            "frames, ×2) and Step to see copy-on-write; then add requests until the pool "
+            "is full.",
+            "serving.kv_blocks:KvBlocksModel", "serving.kv_blocks:KvBlocksView",
+            "paged-attention"),
     )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),
 )

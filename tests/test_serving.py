@@ -19,9 +19,11 @@ from gpuviz.models.memory import GB
 from gpuviz.models.serving import (
     BatchingModel,
     DecodeBatchModel,
+    KvBlocksModel,
     decode_steps,
     memory_budget,
 )
+from gpuviz.models.serving.kv_blocks import BLOCK
 
 PRESETS = list(load_models())
 GPUS = list(load_gpus())
@@ -206,5 +208,84 @@ def test_batching_sweep(slots, requests, longest, seed):
         assert policy.slot_use == pytest.approx(tokens / (slots * policy.steps))
         assert 0 < policy.slot_use <= 1
         assert np.isfinite(policy.tokens_per_second)
+    for readout in m.readouts().values():
+        assert readout.text
+
+
+# --- 12.3 --------------------------------------------------------------------------------
+
+def kv_model(**values) -> KvBlocksModel:
+    m = KvBlocksModel()  # contiguous, 24 blocks of 4, requests up to 20 tokens
+    for name, value in values.items():
+        m.set(name, value)
+    return m
+
+
+def test_reservation_wastes_most_of_its_range_and_paging_almost_none():
+    """Three requests (prompts 5, 3 and 7) after three steps hold 24 tokens: 60 slots
+    reserved (40% used) against 28 in blocks (86%)."""
+    contiguous = kv_model(history="step,step,step")
+    assert contiguous.out.allocated == 60 and round(100 * contiguous.out.used_share) == 40
+    paged = kv_model(history="step,step,step", mode="paged")
+    assert paged.out.allocated == 28 and round(100 * paged.out.used_share) == 86
+    assert paged.readouts()["used_share"].text == "86%"
+    # paging wastes less than one block per sequence
+    assert paged.out.allocated - np.count_nonzero(paged.out.holds) < 3 * BLOCK
+
+
+def test_fork_shares_every_block_and_copies_on_write():
+    m = kv_model(mode="paged", history="step,step,fork")
+    parent, child = m.out.requests[0], m.out.requests[3]
+    assert child.blocks == parent.blocks and child.forked_from == 1
+    assert all(m.out.refs[b] == 2 for b in parent.blocks)
+    assert "×2" in m.out.message and m.out.copies == 0
+    m.set("history", "step,step,fork,step")  # request 1 writes into the shared last block
+    parent, child = m.out.requests[0], m.out.requests[3]
+    assert m.out.copies == 1 and "copy-on-write" in m.out.message
+    assert parent.blocks[0] == child.blocks[0] and m.out.refs[parent.blocks[0]] == 2
+    assert parent.blocks[1] != child.blocks[1]
+    m.set("selected", 4)
+    assert [row[:2] for row in m.out.block_table()] == [(0, 0), (1, 1)]
+
+
+def test_a_full_pool_preempts_the_newest_request():
+    m = kv_model(mode="paged", history=",".join(["add"] * 8 + ["step"] * 6))
+    assert m.out.preemptions == 4 and m.out.warn
+    assert "preempted" in m.out.message
+    assert m.out.allocated == len(m.out.owner)  # every block in use
+
+
+def test_contiguous_requests_wait_for_a_whole_range():
+    m = kv_model(history=",".join(["add"] * 8))
+    assert m.readouts()["running"].value == 4 and m.readouts()["waiting"].value == 7
+    assert "consecutive" in m.out.message
+
+
+def test_finish_frees_memory_for_the_waiting():
+    m = kv_model(history="add,add,finish")
+    assert m.readouts()["running"].value == 4 and "Admitted: 5" in m.out.message
+
+
+@settings(max_examples=60, deadline=None)
+@given(mode=st.sampled_from(["contiguous", "paged"]), blocks=st.integers(8, 64),
+       reserve=st.integers(8, 48),
+       actions=st.lists(st.sampled_from(["step", "add", "fork", "finish"]), max_size=60))
+def test_kv_blocks_sweep(mode, blocks, reserve, actions):
+    m = kv_model(mode=mode, pool_blocks=blocks, reserve=reserve, history=",".join(actions))
+    out = m.out
+    assert 0 < out.used_share <= 1 if out.allocated else out.used_share == 1
+    assert out.allocated <= len(out.owner)
+    running = [r for r in out.requests if r.state == "running"]
+    if mode == "paged":
+        refs = np.zeros(blocks, dtype=int)
+        for r in running:
+            assert len(r.blocks) == -(-r.length // BLOCK)
+            for b in r.blocks:
+                refs[b] += 1
+        assert np.array_equal(refs, out.refs)  # reference counts are the tables'
+    else:
+        starts = sorted(r.start for r in running)
+        assert all(np.diff(starts) >= reserve)  # no two ranges overlap
+    assert int(np.count_nonzero(out.holds)) <= sum(r.length for r in running)
     for readout in m.readouts().values():
         assert readout.text

@@ -1,0 +1,148 @@
+"""Figure 12.3: the KV-cache pool slot by slot, contiguous or paged, with the block table of
+the request shown."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import QGridLayout, QPushButton, QWidget
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.plots import CellGrid, Legend, diagram_widget, untouched
+from gpuviz.models.serving.kv_blocks import BLOCK, FREE, KvBlocksOut
+
+BLOCKS_PER_ROW = 8
+BLOCK_GAP = 0.7  # between blocks, in slots
+ROW_PITCH = 1.9  # rows of blocks, in slots (room for the ×2 marks)
+SLOT = 0.9  # a slot's square inside its 1 × 1 cell
+BUTTONS = (("step", "Step"), ("add", "Add request"), ("fork", "Fork the oldest"),
+           ("finish", "Finish the oldest"))
+
+
+def block_origin(block: int) -> tuple[float, float]:
+    return ((block % BLOCKS_PER_ROW) * (BLOCK + BLOCK_GAP), (block // BLOCKS_PER_ROW) * ROW_PITCH)
+
+
+def slot_rects(slots: int) -> np.ndarray:
+    rects = []
+    for s in range(slots):
+        x, y = block_origin(s // BLOCK)
+        rects.append((x + s % BLOCK + (1 - SLOT) / 2, y, SLOT, SLOT))
+    return np.array(rects)
+
+
+class KvBlocksView(FigureView):
+    def build(self) -> None:
+        self.controls.add("mode", style="buttons")
+        for name in ("pool_blocks", "reserve"):
+            self.controls.add(name)
+        buttons = QWidget()
+        grid = QGridLayout(buttons)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for i, (action, text) in enumerate(BUTTONS):
+            button = QPushButton(text)
+            button.setAccessibleName(text)
+            button.clicked.connect(lambda _=False, a=action: self.model.act(a))
+            grid.addWidget(button, i // 2, i % 2)
+        self.controls.add_widget(buttons)
+
+        canvas, self.box = diagram_widget()
+        self.box.invertY(True)
+        self.slots = CellGrid(font_size=8)
+        self.slots.clicked.connect(self._select)
+        self.frames = CellGrid(font_size=8)
+        self.marks = CellGrid(font_size=9, fit_texts=False)
+        self.table = CellGrid(font_size=9, fit_texts=False)
+        for item in (self.slots, self.frames, self.marks, self.table):
+            self.box.addItem(item)
+        legend = Legend(self.box, anchor=(1, 1), columns=4)
+        legend.add_box("token", theme.color("memory"))
+        legend.add_box("allocated, empty", theme.color("idle"))
+        legend.add_box("free", untouched())
+        legend.add_box("shared block", theme.color("background"),
+                       outline=theme.color("highlight"))
+        self.add_plot(canvas)
+
+    def _select(self, index: int) -> None:
+        owner = int(self.model.out.owner[index])
+        if owner != FREE:
+            self.model.set("selected", owner)
+
+    def refresh(self) -> None:
+        out: KvBlocksOut = self.model.out
+        slots = len(out.owner)
+        blocks = slots // BLOCK
+        rows = -(-blocks // BLOCKS_PER_ROW)
+        if self.needs_update("range", blocks):
+            width = min(blocks, BLOCKS_PER_ROW) * (BLOCK + BLOCK_GAP)
+            self.box.setRange(xRange=(-0.5, width), yRange=(-1.0, rows * ROW_PITCH + 4.2),
+                              padding=0)
+        self._show_slots(out, slots)
+        self._show_blocks(out, blocks)
+        self._show_table(out, rows)
+        self.message.show_message(out.message, warn=out.warn)
+
+    def _show_slots(self, out: KvBlocksOut, slots: int) -> None:
+        free, token, empty = untouched(), theme.color("memory"), theme.color("idle")
+        fills = [token if held else (empty if who != FREE else free)
+                 for who, held in zip(out.owner, out.holds, strict=True)]
+        # the request's number on the first slot of each block it owns
+        texts = [str(int(out.owner[s])) if s % BLOCK == 0 and out.owner[s] != FREE else ""
+                 for s in range(slots)]
+        self.slots.set_cells(slot_rects(slots), fills, texts=texts)
+
+    def _show_blocks(self, out: KvBlocksOut, blocks: int) -> None:
+        selected = out.selected.number if out.selected else None
+        rects, outlines, marks, mark_texts, mark_fills = [], [], [], [], []
+        for b in range(blocks):
+            x, y = block_origin(b)
+            rects.append((x - 0.02, y - 0.1, BLOCK + 0.04, SLOT + 0.2))
+            shared = out.refs[b] > 1
+            mine = selected is not None and selected in self._owners(out, b)
+            outlines.append(theme.color("highlight") if shared else
+                            theme.color("text") if mine else theme.color("muted"))
+            if shared:
+                marks.append((x, y - 0.75, BLOCK, 0.6))
+                mark_texts.append(f"×{int(out.refs[b])}")
+                mark_fills.append(None)
+        for start in out.starts:  # the start of each reserved range
+            x, y = slot_rects(start + 1)[-1][:2]
+            marks.append((x - 0.12, y - 0.3, 0.08, SLOT + 0.6))
+            mark_texts.append("")
+            mark_fills.append(theme.color("text"))
+        self.frames.set_cells(np.array(rects), [None] * blocks, outlines, outline_width=2.0)
+        self.marks.set_cells(np.array(marks).reshape(-1, 4), mark_fills,
+                             texts=mark_texts, text_color=theme.color("highlight"))
+
+    @staticmethod
+    def _owners(out: KvBlocksOut, block: int) -> set[int]:
+        """Requests whose block table holds this block (paged) or whose range covers it."""
+        found = {r.number for r in out.requests if block in r.blocks and r.state == "running"}
+        found |= {int(who) for who in out.owner[block * BLOCK:(block + 1) * BLOCK]
+                  if who != FREE}
+        return found
+
+    def _show_table(self, out: KvBlocksOut, rows: int) -> None:
+        r = out.selected
+        y = rows * ROW_PITCH + 0.6
+        if r is None:
+            title = f"Request {self.model.selected} has not arrived yet."
+        elif r.state != "running":
+            title = f"Request {r.number} is {r.state}: it holds no memory."
+        elif out.mode == "contiguous":
+            end = r.start + self.model.reserve - 1
+            title = (f"Request {r.number}: slots {r.start}–{end} (one range), {r.length} "
+                     "tokens")
+        else:
+            fork = f", a fork of {r.forked_from}" if r.forked_from else ""
+            title = f"Request {r.number}{fork}: block table (logical → physical)"
+        rects = [(0.0, y, 30.0, 0.9)]
+        texts, fills = [title], [None]
+        outlines = [None]
+        for k, b, _, sharers in out.block_table():
+            rects.append((k * 3.2, y + 1.2, 3.0, 1.1))
+            texts.append(f"{k} → {b}")
+            fills.append(theme.color("memory"))
+            outlines.append(theme.color("highlight") if sharers > 1 else None)
+        self.table.set_cells(np.array(rects), fills, outlines, texts=texts,
+                             outline_width=2.0)
