@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
@@ -47,6 +49,11 @@ Y_BELOW = 4.4
 MORE_Y = 3.0
 # The bar chart's y-axis title: the longest that fits along the axis (see _fit_y_title).
 Y_TITLES = ("Sectors per warp load", "Sectors per load", "Sectors")
+# The diagram's range: the largest case (ROW_STEPS[-1] rows, the key and the note under
+# them), so every row count shows at one zoom; fewer rows are centred in it.
+X_RANGE = (-LABEL_WIDTH, WIDTH + 0.2)
+Y_RANGE = (-1.4, ROW_STEPS[-1] + Y_BELOW)
+SWEEP_SHARE = 0.4  # of the plots' height the sweep keeps, however much the diagram wants
 
 
 def _element_x(column: np.ndarray) -> np.ndarray:
@@ -58,10 +65,11 @@ class CoalescingView(FigureView):
         self.controls.add("pattern")
         self.controls.add("stride")
 
-        canvas, self.box = diagram_widget()
+        self.canvas, self.box = diagram_widget()
+        self.box.setRange(xRange=X_RANGE, yRange=Y_RANGE, padding=0.02)
+        self.box.sigResized.connect(self._fit_canvas)
         # Everything in the diagram hangs from one container: when the number of rows
-        # steps, moving it is enough wherever the width sets the zoom (the usual case),
-        # and far cheaper than a new view range.
+        # steps, moving it is enough (the range stays), and far cheaper than a new range.
         self.content = QGraphicsRectItem()
         self.content.setPen(QPen(Qt.NoPen))
         self.content.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents)
@@ -80,13 +88,13 @@ class CoalescingView(FigureView):
         self.key.add_box("fetched, unused", theme.color("memory_light"), hatch=True)
         self.key.add_box("one 32-byte sector", theme.color("background"),
                          outline=theme.color("text"))
-        self._range_rows = 0
 
         # Sectors per warp load for every stride, the current one marked.
         self.sweep_plot = plot_widget("Stride (elements)", Y_TITLES[0])
         item = self.sweep_plot.getPlotItem()
         self._y_title = Y_TITLES[0]
         item.getViewBox().sigResized.connect(self._fit_y_title)
+        item.getViewBox().sigResized.connect(self._fit_canvas)  # a new height to share
         item.setXRange(0.5, STRIDE_MAX + 0.5, padding=0)
         item.setYRange(0, WARP_SIZE + 8, padding=0)  # room for the number over a bar
         self.sweep = pg.BarGraphItem(x=STRIDES, height=np.zeros(STRIDE_MAX), width=BAR_WIDTH,
@@ -100,9 +108,10 @@ class CoalescingView(FigureView):
         item.addItem(self.current)
         self.current_label = text_item(anchor=(0.5, 1), size=13, bold=True)
         item.addItem(self.current_label)
-        # Half the height each: eight rows of boxes (stride 8 and up) then grow to the
-        # canvas's width, big enough for their thread numbers at lecture sizes.
-        self.add_plot(canvas, 1)
+        # The diagram as tall as its largest case needs at its width (_fit_canvas): eight
+        # rows of boxes (stride 8 and up) then fill the canvas's width, big enough for
+        # their thread numbers at lecture sizes; the sweep takes the rest.
+        self.add_plot(self.canvas, 1)
         self.add_plot(self.sweep_plot, 1)
         self._rows = 0
         self._sweep_offset = -1
@@ -115,29 +124,28 @@ class CoalescingView(FigureView):
         if length <= 0:
             return
         metrics = QFontMetricsF(theme.font(AXIS_TITLE_POINTS))
-        title = next((text for text in Y_TITLES if metrics.horizontalAdvance(text) <= length),
-                     Y_TITLES[-1])
+        # The drawn title is wider than its text by its item's margins.
+        label = item.getAxis("left").label
+        margins = label.boundingRect().width() - metrics.horizontalAdvance(self._y_title)
+        title = next((text for text in Y_TITLES
+                      if metrics.horizontalAdvance(text) + margins <= length), Y_TITLES[-1])
         if title != self._y_title:
             self._y_title = title
             item.getAxis("left").setLabel(title)
 
-    def _fit_rows(self, rows: int) -> None:
-        """Show `rows` rows as `setRange(x: labels to last column, y: -1.4 to rows + 4.4)`
-        would, centred. When the width sets the zoom both for these rows and for the
-        range in place, only the centre moves: shift the content instead."""
-        size = self.box.size()
-        x_span = WIDTH + 0.2 + LABEL_WIDTH
-
-        def width_bound(r: int) -> bool:
-            return (r + Y_BELOW + 1.4) * size.width() <= x_span * size.height()
-
-        if self._range_rows and width_bound(rows) and width_bound(self._range_rows):
-            self.content.setPos(0, (self._range_rows - rows) / 2)
-            return
-        self._range_rows = rows
-        self.content.setPos(0, 0)
-        self.box.setRange(xRange=(-LABEL_WIDTH, WIDTH + 0.2), yRange=(-1.4, rows + Y_BELOW),
-                          padding=0.02)
+    def _fit_canvas(self) -> None:
+        """Give the diagram the height its range needs at the canvas's width (on a
+        resize, never in refresh), leaving the sweep at least SWEEP_SHARE: the width then
+        sets the zoom for every row count, and the cells keep their size as the stride
+        steps the rows (they shrank at stride 8 wherever the height set the zoom)."""
+        x_span = X_RANGE[1] - X_RANGE[0]
+        y_span = Y_RANGE[1] - Y_RANGE[0]
+        chrome = self.canvas.height() - self.box.height()  # the canvas's margins
+        shared = self.canvas.height() + self.sweep_plot.height()
+        height = min(math.ceil(self.box.width() * y_span / x_span + chrome) + 1,
+                     int(shared * (1 - SWEEP_SHARE)))
+        if height > 0 and height != self.canvas.maximumHeight():
+            self.canvas.setFixedHeight(height)
 
     def refresh(self) -> None:
         out = self.model.out
@@ -189,7 +197,7 @@ class CoalescingView(FigureView):
                                          else "" for r in range(rows)],
                                   text_color=theme.color("muted"))
             self.more.setPos(0, rows + MORE_Y)
-            self._fit_rows(rows)
+            self.content.setPos(0, (ROW_STEPS[-1] - rows) / 2)
         self.key.set_at((0.0, rows + 0.3 + self.content.pos().y()))
         hidden = int(np.count_nonzero(~drawn))
         self.more.setText(
