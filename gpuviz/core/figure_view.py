@@ -275,9 +275,9 @@ class FigurePage(QWidget):
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
         # A look that grows scales everything drawn with the page (the whole screen, in
-        # lecture mode); the theme does nothing when the scale is unchanged.
-        # Only the page in view: hidden ones (other figures, closed windows) are resized
-        # too, and fit to their size once shown.
+        # lecture mode); the theme does nothing when the scale is unchanged. Only the page
+        # in view fits: hidden ones (other figures, closed windows) are resized too, and
+        # fit to their size once shown.
         if not self.isVisible():
             return
         step = abs(theme.scale_for(self.width(), self.height()) - theme.screen_scale())
@@ -311,5 +311,13 @@ class ElidedLabel(QLabel):
 
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
+        self._elide()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:  # a new look: the same width holds less
+            self._elide()
+
+    def _elide(self) -> None:
         self.setText(self.fontMetrics().elidedText(self._full, Qt.ElideRight, self.width()))
 
