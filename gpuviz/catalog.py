@@ -535,9 +535,9 @@ LESSONS: tuple[Lesson, ...] = (
             "the weights (dark), the KV caches (light) and the activations (grey), blue is "
             "the arithmetic; the step takes the longer row. The middle bar is the GPU's "
             "memory, the lower chart tokens per second against the time per output token "
-            "for every batch that fits. <i>Try this:</i> take the batch from 1 to 64, then "
-            "to 186: 64 times the work costs about twice the time, then the light part "
-            "takes over. Then try an 8,192-token context, an FP8 cache, or Llama-2-7B "
+            "for every batch that fits. <i>Try this:</i> guess how much longer a step of 64 "
+            "sequences takes and press Reveal; take the batch to 64, then to 186, where the "
+            "light part takes over. Then try an 8,192-token context, an FP8 cache, or Llama-2-7B "
             "(no GQA), and watch the largest batch.",
             "serving.decode_batch:DecodeBatchModel", "serving.decode_batch:DecodeBatchView",
             "decode-batch"),

@@ -70,6 +70,20 @@ def test_step_times_of_the_worked_example():
     assert m.readouts()["slowdown"].text == "4.39×"
 
 
+def test_predict_the_step_at_batch_64_first():
+    m = decode_model()
+    r = m.readouts()["predicted"]
+    assert r.hidden and round(r.value, 2) == 2.16
+    m.set("guess_slowdown", 2.0)
+    m.set("revealed", True)
+    assert not m.readouts()["predicted"].hidden
+    assert "2.16×" in m.answer_text() and "spot on" in m.answer_text()
+    m.set("context", 8192)  # a new question hides the answer again
+    assert m.readouts()["predicted"].hidden
+    m.set("revealed", True)
+    assert "Only 46 caches fit" in m.answer_text()
+
+
 def test_one_accounting_with_the_transformer_module():
     """The step's bytes are forward_parts' (Lesson 2's ops summed), at every batch."""
     cfg = model("llama3_8b")

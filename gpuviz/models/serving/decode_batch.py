@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, si_readout, time_readout
+from gpuviz.core.model import (
+    Parameter,
+    PredictFirstModel,
+    Readout,
+    format_value,
+    si_readout,
+    time_readout,
+)
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models.serving.costs import (
@@ -29,6 +36,7 @@ from gpuviz.models.serving.costs import (
 DEFAULT_PRESET = "llama3_8b"
 BATCH_MAX = 4096
 CURVE_POINTS = 400  # batch sizes on the trade-off curve (all of them up to this many)
+PREDICTED_BATCH = 64  # the prediction: a step at this batch against a step at batch 1
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class DecodeBatchOut:
     step: DecodeSteps  # at the chosen batch (arrays of one)
     first: DecodeSteps  # at batch 1
     curve: DecodeSteps  # every batch that fits (thinned past CURVE_POINTS)
+    predicted: DecodeSteps  # at PREDICTED_BATCH
 
     @property
     def fits(self) -> bool:
@@ -45,6 +54,10 @@ class DecodeBatchOut:
     @property
     def slowdown(self) -> float:
         return float(self.step.time[0] / self.first.time[0])
+
+    @property
+    def predicted_slowdown(self) -> float:
+        return float(self.predicted.time[0] / self.first.time[0])
 
     @property
     def bound(self) -> str:
@@ -58,9 +71,10 @@ def curve_batches(max_batch: int) -> np.ndarray:
     return np.unique(np.geomspace(1, max_batch, CURVE_POINTS).round().astype(int))
 
 
-class DecodeBatchModel(FigureModel):
+class DecodeBatchModel(PredictFirstModel):
     """Figure 12.1: one decode step's roofline times and the GPU's memory at a batch, and
-    tokens per second against time per output token over every batch that fits."""
+    tokens per second against time per output token over every batch that fits. Predict
+    first: how much longer a step of 64 sequences takes than a step of one."""
 
     preset = Parameter(DEFAULT_PRESET, label="Model", choices=model_choices,
                        help="Layers, widths and KV heads from resources/models")
@@ -73,13 +87,31 @@ class DecodeBatchModel(FigureModel):
     cache = Parameter("bf16", label="KV cache", choices=CACHE_PRECISIONS,
                       help="Precision of the cached keys and values (the weights stay "
                            "BF16)")
+    guess_slowdown = Parameter(32.0, label=f"Step at batch {PREDICTED_BATCH} ÷ batch 1",
+                               unit="×", minimum=1.0, maximum=64.0, log=True,
+                               help=f"{PREDICTED_BATCH} times the work: how many times the "
+                                    "time?")
+    guess_parameter = "guess_slowdown"
+    hidden_again_by = ("preset", "gpu", "context", "cache")
 
     def compute(self) -> DecodeBatchOut:
         args = (self.preset, self.gpu, self.context, self.cache)
         budget = memory_budget(*args)
         return DecodeBatchOut(budget, decode_steps(*args, self.batch_size),
                               decode_steps(*args, 1),
-                              decode_steps(*args, curve_batches(budget.max_batch)))
+                              decode_steps(*args, curve_batches(budget.max_batch)),
+                              decode_steps(*args, PREDICTED_BATCH))
+
+    def answer_text(self) -> str:
+        out = self.out
+        return (f"{format_value(out.predicted_slowdown, '×')}: the {PREDICTED_BATCH} "
+                "sequences share one reading of the weights; only their caches and "
+                "activations add bytes. Your guess of "
+                f"{format_value(self.guess_slowdown, '×')} is "
+                f"{self.how_close(self.guess_slowdown, out.predicted_slowdown)}."
+                + (f" (Only {out.budget.max_batch} caches fit here: batch "
+                   f"{PREDICTED_BATCH} is what a larger GPU would take.)"
+                   if out.budget.max_batch < PREDICTED_BATCH else ""))
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
@@ -89,18 +121,16 @@ class DecodeBatchModel(FigureModel):
                                  "sequences"),
             "step_time": time_readout("Step = time per output token", step.time[0]),
             "slowdown": Readout("Step / step at batch 1", out.slowdown, "×"),
-            "weights_time": time_readout("Reading the weights", step.weights[0]
-                                         / step.bandwidth),
+            "predicted": self.answer(Readout(f"Batch {PREDICTED_BATCH} / batch 1",
+                                             out.predicted_slowdown, "×")),
             "cache_time": time_readout("Reading the KV caches", step.kv_cache[0]
                                        / step.bandwidth),
-            "compute_time": time_readout("Compute", step.compute_time[0]),
             "cache_share": Readout("KV caches, share of bytes", 100 * step.cache_share[0],
                                    "%", decimals=0),
             "tokens_per_second": Readout("Tokens per second", step.tokens_per_second[0],
                                          "tokens/s"),
             "cache_per_sequence": si_readout("KV cache per sequence",
                                              out.budget.cache_per_sequence, "B"),
-            "bound": Readout("Step is", name=f"{out.bound}-bound"),
             "fits": Readout("Batch fits", out.fits),
         }
 
@@ -121,7 +151,7 @@ class DecodeBatchModel(FigureModel):
                     "follow the formulas).", True)
         share = f"{100 * out.step.cache_share[0]:.0f}%"
         if self.batch_size == 1:
-            return (f"One sequence: the step reads all {budget.weights / 1e9:.1f} GB of "
+            return (f"One sequence: the step reads {out.step.weights[0] / 1e9:.1f} GB of "
                     f"weights for a single token (the cache is {share} of the bytes). "
                     "Raise the batch.", False)
         return (f"{self.batch_size:,}× the work of batch 1 takes {out.slowdown:.2f}× the "

@@ -12,6 +12,7 @@ from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.model import format_value, time_text
 from gpuviz.core.plots import CellGrid, Dots, Legend, Segment, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.memory import GB
 from gpuviz.models.serving.decode_batch import DecodeBatchOut
 
@@ -29,6 +30,8 @@ class DecodeBatchView(FigureView):
     def build(self) -> None:
         for name in ("batch_size", "preset", "gpu", "context", "cache"):
             self.controls.add(name)
+        self.predict = PredictReveal(self.model)
+        self.controls.add_widget(self.predict)
 
         self.step_plot = plot_widget("One decode step (ms)")
         item = self.step_plot.getPlotItem()
@@ -92,6 +95,7 @@ class DecodeBatchView(FigureView):
         self._show_step(out)
         self._show_memory(out)
         self._show_trade_off(out)
+        self.predict.sync()
         text, warn = self.model.message()
         self.message.show_message(text, warn=warn)
 
