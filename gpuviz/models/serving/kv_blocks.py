@@ -208,6 +208,13 @@ class Pool:
         admitted = self._admit()
         if admitted:
             notes.append(f"admitted: {', '.join(map(str, admitted))}")
+        waiting = len(self.waiting())
+        if waiting and self.mode == "contiguous":
+            free = int(np.count_nonzero(self.owner == FREE))
+            notes.append(f"{waiting} waiting for {self.reserve} consecutive free slots "
+                         f"({free} free in all)")
+        elif waiting:
+            notes.append(f"{waiting} waiting for free blocks")
         warn = warn or any("preempted" in note for note in notes)
         text = "; ".join(notes)
         self.message = ("One token added to every running request" +
