@@ -137,3 +137,13 @@ def decode_steps(preset: str, gpu_key: str, context: int, cache: str,
     g = gpu(gpu_key)
     return DecodeSteps(b, part("weights"), part("kv_cache"), part("activations"),
                        part("flops"), g.hbm_bandwidth, g.peak_flops("bf16"))
+
+
+def prefill_compute_seconds(preset: str, gpu_key: str, tokens: int) -> float:
+    """The arithmetic of prefilling `tokens` prompt tokens at the GPU's peak (a prefill
+    batched with other work, whose weight reads are shared): FLOPs / peak."""
+    if tokens <= 0:
+        return 0.0
+    flops = tf.forward_parts(model(preset), 1, tokens, "prefill", WEIGHT_BYTES).flops
+    return flops / gpu(gpu_key).peak_flops("bf16")
+

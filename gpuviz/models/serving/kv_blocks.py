@@ -32,12 +32,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, time_readout
+from gpuviz.data.hardware import DEFAULT_GPU
+from gpuviz.models.serving.costs import prefill_compute_seconds
+from gpuviz.models.serving.decode_batch import DEFAULT_PRESET
 
 BLOCK = 4  # token slots per block
 MODES = (("contiguous", "Contiguous"), ("paged", "Paged"))
 ACTIONS = ("step", "add", "fork", "finish")
 PROMPTS = (5, 3, 7, 2, 6, 4)  # prompt tokens of requests 1, 2, 3, ... (cycled)
+SYSTEM_PROMPT = 2 * BLOCK  # tokens of the shared system prompt (whole blocks)
+PREFIX = 0  # the owner of the prefix cache's blocks in `Pool.slots`
 FIRST_REQUESTS = 3
 MAX_ACTIONS = 400
 FREE = -1
@@ -68,8 +73,11 @@ class Request:
 class Pool:
     """The pool and its requests, changed action by action (module docstring)."""
 
-    def __init__(self, mode: str, blocks: int, reserve: int) -> None:
-        self.mode, self.reserve = mode, reserve
+    def __init__(self, mode: str, blocks: int, reserve: int, system_prompt: int = 0
+                 ) -> None:
+        self.mode, self.reserve, self.system_prompt = mode, reserve, system_prompt
+        self.prefix: list[int] = []  # paged: the cached blocks of the system prompt
+        self.saved_blocks = 0  # blocks mapped to the prefix cache instead of filled
         self.refs = np.zeros(blocks, dtype=int)  # paged: sequences using each block
         self.owner = np.full(blocks * BLOCK, FREE)  # contiguous: request of each slot
         self.requests: list[Request] = []
@@ -115,10 +123,17 @@ class Pool:
         admitted = []
         for r in self.waiting():
             if self.mode == "paged":
-                need = math.ceil(r.prompt / BLOCK)
+                cached = self.prefix if r.prompt > len(self.prefix) * BLOCK else []
+                need = math.ceil(r.prompt / BLOCK) - len(cached)
                 if np.count_nonzero(self.refs == 0) < need:
                     break
-                r.blocks = [self._new_block() for _ in range(need)]
+                r.blocks = list(cached) + [self._new_block() for _ in range(need)]
+                self.refs[cached] += 1
+                self.saved_blocks += len(cached)
+                if self.system_prompt and not self.prefix and r.prompt > self.system_prompt:
+                    # the first prompt computes the system prompt; the cache keeps it
+                    self.prefix = r.blocks[:self.system_prompt // BLOCK]
+                    self.refs[self.prefix] += 1
             else:
                 start = self._free_range()
                 if start is None:
@@ -132,10 +147,16 @@ class Pool:
     # -------------------------------------------------------------- actions
     def add(self) -> None:
         number = len(self.requests) + 1
-        self.requests.append(Request(number, PROMPTS[(number - 1) % len(PROMPTS)]))
+        prompt = self.system_prompt + PROMPTS[(number - 1) % len(PROMPTS)]
+        self.requests.append(Request(number, min(prompt, self.reserve - 1)))
         admitted = self._admit()
-        self.message = (f"Request {number} admitted with {self.requests[-1].prompt} prompt "
-                        "tokens." if number in admitted else self._no_room(number))
+        request = self.requests[-1]
+        reused = (f", the first {len(self.prefix) * BLOCK} from the prefix cache (blocks "
+                  f"{', '.join(map(str, self.prefix))}: no prefill, no new memory)"
+                  if request.blocks[:len(self.prefix)] == self.prefix and self.prefix
+                  and number > 1 else "")
+        self.message = (f"Request {number} admitted with {request.prompt} prompt "
+                        f"tokens{reused}." if number in admitted else self._no_room(number))
         self.warn = number not in admitted
 
     def _no_room(self, number: int) -> str:
@@ -268,6 +289,10 @@ class Pool:
             else:
                 owner[r.start:r.start + self.reserve] = r.number
                 holds[r.start:r.start + r.length] = True
+        for b in self.prefix:  # kept by the cache when no running request maps it
+            if owner[b * BLOCK] == FREE:
+                owner[b * BLOCK:(b + 1) * BLOCK] = PREFIX
+                holds[b * BLOCK:(b + 1) * BLOCK] = True
         return owner, holds
 
 
@@ -284,6 +309,8 @@ class KvBlocksOut:
     preemptions: int
     copies: int
     selected: Request | None
+    prefix: tuple[int, ...]  # blocks of the cached system prompt
+    saved_blocks: int
 
     @property
     def allocated(self) -> int:
@@ -319,6 +346,10 @@ class KvBlocksModel(FigureModel):
     selected = Parameter(1, label="Request shown", minimum=1, maximum=MAX_ACTIONS + 3,
                          step=1, help="The request whose block table is listed (or click "
                                       "its slots)")
+    system_prompt = Parameter(False, label="Shared system prompt",
+                              help=f"Every prompt starts with the same {SYSTEM_PROMPT} "
+                                   "tokens; paged memory caches their blocks (prefix "
+                                   "caching)")
     history = Parameter("", label="Actions", choices=(("", "none"),),
                         free_text=parse_history,
                         help="What the buttons did, comma-separated: step, add, fork, "
@@ -331,7 +362,8 @@ class KvBlocksModel(FigureModel):
             self.set("history", ",".join((*actions, action)))
 
     def compute(self) -> KvBlocksOut:
-        pool = Pool(self.mode, self.pool_blocks, self.reserve)
+        pool = Pool(self.mode, self.pool_blocks, self.reserve,
+                    SYSTEM_PROMPT if self.system_prompt else 0)
         for action in parse_history(self.history):
             getattr(pool, action)()
         if not self.history:
@@ -342,7 +374,8 @@ class KvBlocksModel(FigureModel):
         selected = next((r for r in pool.requests if r.number == self.selected), None)
         return KvBlocksOut(self.mode, owner, holds, pool.refs.copy(), starts,
                            tuple(pool.requests), pool.message, pool.warn,
-                           pool.preemptions, pool.copies, selected)
+                           pool.preemptions, pool.copies, selected, tuple(pool.prefix),
+                           pool.saved_blocks)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
@@ -351,10 +384,14 @@ class KvBlocksModel(FigureModel):
             "used_share": Readout("Used share of allocated slots", 100 * out.used_share,
                                   "%", decimals=0),
             "allocated": Readout("Slots allocated", out.allocated, total=slots),
-            "tokens": Readout("Tokens stored", int(np.count_nonzero(out.holds))),
             "running": Readout("Requests running", out.count("running")),
             "waiting": Readout("Requests waiting", out.count("waiting")),
             "shared_blocks": Readout("Shared blocks", int(np.count_nonzero(out.refs > 1))),
             "copies": Readout("Copies on write", out.copies),
             "preemptions": Readout("Preemptions", out.preemptions),
+            "saved_blocks": Readout("Blocks from the prefix cache", out.saved_blocks),
+            # each reuse skips the prefill of one system prompt (Llama-3-8B on an H100)
+            "prefill_saved": time_readout("Prefill compute saved", out.saved_blocks * BLOCK
+                                          // SYSTEM_PROMPT * prefill_compute_seconds(
+                                              DEFAULT_PRESET, DEFAULT_GPU, SYSTEM_PROMPT)),
         }

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QGridLayout, QPushButton, QWidget
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, Legend, diagram_widget, untouched
-from gpuviz.models.serving.kv_blocks import BLOCK, FREE, KvBlocksOut
+from gpuviz.models.serving.kv_blocks import BLOCK, FREE, PREFIX, KvBlocksOut
 
 BLOCKS_PER_ROW = 8
 BLOCK_GAP = 0.7  # between blocks, in slots
@@ -34,7 +34,7 @@ def slot_rects(slots: int) -> np.ndarray:
 class KvBlocksView(FigureView):
     def build(self) -> None:
         self.controls.add("mode", style="buttons")
-        for name in ("pool_blocks", "reserve"):
+        for name in ("pool_blocks", "reserve", "system_prompt"):
             self.controls.add(name)
         buttons = QWidget()
         grid = QGridLayout(buttons)
@@ -65,7 +65,7 @@ class KvBlocksView(FigureView):
 
     def _select(self, index: int) -> None:
         owner = int(self.model.out.owner[index])
-        if owner != FREE:
+        if owner not in (FREE, PREFIX):
             self.model.set("selected", owner)
 
     def refresh(self) -> None:
@@ -86,8 +86,9 @@ class KvBlocksView(FigureView):
         free, token, empty = untouched(), theme.color("memory"), theme.color("idle")
         fills = [token if held else (empty if who != FREE else free)
                  for who, held in zip(out.owner, out.holds, strict=True)]
-        # the request's number on the first slot of each block it owns
-        texts = [str(int(out.owner[s])) if s % BLOCK == 0 and out.owner[s] != FREE else ""
+        # the request's number on the first slot of each block it owns (P: the cache's)
+        texts = ["" if s % BLOCK or out.owner[s] == FREE else
+                 "P" if out.owner[s] == PREFIX else str(int(out.owner[s]))
                  for s in range(slots)]
         self.slots.set_cells(slot_rects(slots), fills, texts=texts)
 
@@ -97,13 +98,15 @@ class KvBlocksView(FigureView):
         for b in range(blocks):
             x, y = block_origin(b)
             rects.append((x - 0.02, y - 0.1, BLOCK + 0.04, SLOT + 0.2))
-            shared = out.refs[b] > 1
+            # sequences using the block (the prefix cache's own hold left out)
+            users = int(out.refs[b]) - (b in out.prefix)
+            shared = users > 1
             mine = selected is not None and selected in self._owners(out, b)
             outlines.append(theme.color("highlight") if shared else
                             theme.color("text") if mine else theme.color("muted"))
             if shared:
                 marks.append((x, y - 0.75, BLOCK, 0.6))
-                mark_texts.append(f"×{int(out.refs[b])}")
+                mark_texts.append(f"×{users}")
                 mark_fills.append(None)
         for start in out.starts:  # the start of each reserved range
             x, y = slot_rects(start + 1)[-1][:2]
