@@ -564,6 +564,29 @@ LESSONS: tuple[Lesson, ...] = (
             "is full.",
             "serving.kv_blocks:KvBlocksModel", "serving.kv_blocks:KvBlocksView",
             "paged-attention"),
+        FigureSpec(
+            "12.4", "speculative_sampling", "Speculative sampling at one position",
+            "One position, two models. The outlined bar is the draft model's q, the "
+            "dashed line the target's p. The stacked bar is what the rule emits: the "
+            "draft's token kept with probability min(1, p/q) (blue), and after a "
+            "rejection a token redrawn from max(0, p − q), normalised (magenta). "
+            "<i>Try this:</i> move the draft quality and watch the blue part grow while "
+            "the stacked bar never leaves the dashed line; press Sample to check it with "
+            "2,000 random draws, then switch to 4 tokens.",
+            "serving.speculative_sampling:SpeculativeSamplingModel",
+            "serving.speculative_sampling:SpeculativeSamplingView", "speculative-sampling"),
+        FigureSpec(
+            "12.5", "speculative_decoding", "Speculative decoding: rounds and the best γ",
+            "Each row is one round: the draft model proposes γ tokens and the target "
+            "checks them in one pass. Blue tokens are accepted; the first rejected one is "
+            "replaced by the target (magenta) and the rest are discarded (violet); if all "
+            "pass, the same pass adds a bonus token (aqua). The number at the right is "
+            "the round's tokens. The bars are aⁱ, the chance that position i is reached; "
+            "their sum is the expected tokens per round. <i>Try this:</i> guess the tokens "
+            "per round, press Reveal and Simulate 12 rounds; then raise γ and watch the "
+            "new bars shrink while the speed-up passes its best γ.",
+            "serving.speculative_decoding:SpeculativeDecodingModel",
+            "serving.speculative_decoding:SpeculativeDecodingView", "speculative-decoding"),
     )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),
 )

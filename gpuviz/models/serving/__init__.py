@@ -2,7 +2,8 @@
 Qt-free physics beside them (`costs`: a decode step's bytes, FLOPs and time, and the GPU's
 memory budget; `decode_batch`: 12.1, the step time against the batch; `batching`: 12.2,
 static against continuous batching; `kv_blocks`: 12.3, contiguous against paged KV-cache
-memory)."""
+memory; `speculative_sampling`: 12.4, the accept/resample rule at one position;
+`speculative_decoding`: 12.5, rounds of draft tokens and the best γ)."""
 
 from gpuviz.models.serving.batching import BatchingModel, BatchingOut, Policy
 from gpuviz.models.serving.costs import (
@@ -17,6 +18,14 @@ from gpuviz.models.serving.costs import (
 )
 from gpuviz.models.serving.decode_batch import DecodeBatchModel, DecodeBatchOut
 from gpuviz.models.serving.kv_blocks import KvBlocksModel, KvBlocksOut
+from gpuviz.models.serving.speculative_decoding import (
+    SpeculativeDecodingModel,
+    SpeculativeDecodingOut,
+)
+from gpuviz.models.serving.speculative_sampling import (
+    SpeculativeSamplingModel,
+    SpeculativeSamplingOut,
+)
 
 __all__ = [
     "BatchingModel",
@@ -32,6 +41,10 @@ __all__ = [
     "KvBlocksOut",
     "MemoryBudget",
     "Policy",
+    "SpeculativeDecodingModel",
+    "SpeculativeDecodingOut",
+    "SpeculativeSamplingModel",
+    "SpeculativeSamplingOut",
     "decode_steps",
     "memory_budget",
 ]

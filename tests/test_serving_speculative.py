@@ -1,0 +1,176 @@
+"""Lesson 12, speculative sampling and decoding (figures 12.4 and 12.5)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuviz.models.serving.speculative_decoding import (
+    ACCEPTED,
+    BONUS,
+    DISCARDED,
+    GAMMA_MAX,
+    REPLACED,
+    ROUNDS,
+    SpeculativeDecodingModel,
+    expected_tokens,
+    round_tokens,
+    simulate_rounds,
+    speedup,
+)
+from gpuviz.models.serving.speculative_sampling import (
+    CHI_SQUARE_99,
+    DRAWS,
+    VOCABULARIES,
+    SpeculativeSamplingModel,
+    chi_square,
+    sample,
+    speculation,
+)
+
+# --- 12.4 --------------------------------------------------------------------------------
+
+
+def test_emitted_distribution_is_the_target_exactly():
+    for k in VOCABULARIES:
+        for quality in np.linspace(0, 1, 11):
+            spec = speculation(k, quality)
+            assert spec.emitted == pytest.approx(spec.p, abs=1e-15)
+            assert spec.acceptance == pytest.approx(np.minimum(spec.p, spec.q).sum())
+
+
+def test_worked_example_two_tokens():
+    """p = (0.7, 0.3), q = (0.45, 0.55): 75% accepted; cat keeps 0.45 and gets 0.25 back
+    from the residual, dog keeps its 0.3 (its draft mass is above p)."""
+    spec = speculation(2, 0.5)
+    assert spec.q == pytest.approx([0.45, 0.55])
+    assert spec.acceptance == pytest.approx(0.75)
+    assert spec.kept == pytest.approx([0.45, 0.3])
+    assert spec.residual == pytest.approx([1.0, 0.0])
+    assert spec.resampled == pytest.approx([0.25, 0.0])
+    assert spec.accept_probability == pytest.approx([1.0, 0.3 / 0.55])
+
+
+def test_perfect_draft_accepts_everything():
+    spec = speculation(4, 1.0)
+    assert spec.acceptance == pytest.approx(1.0)
+    assert spec.resampled == pytest.approx(np.zeros(4))
+    counts = sample(spec, 3)
+    assert counts.sum() == DRAWS
+
+
+def test_chi_square_critical_values_and_statistic():
+    """The table values are the 99th percentiles: closed-form chi-square CDFs for 1 and 3
+    degrees of freedom."""
+    x1, x3 = CHI_SQUARE_99[1], CHI_SQUARE_99[3]
+    assert math.erf(math.sqrt(x1 / 2)) == pytest.approx(0.99, abs=1e-5)
+    assert (math.erf(math.sqrt(x3 / 2)) - math.sqrt(2 * x3 / math.pi) * math.exp(-x3 / 2)
+            == pytest.approx(0.99, abs=1e-5))
+    assert chi_square(np.array([700, 300]), np.array([0.7, 0.3])) == 0.0
+    assert chi_square(np.array([750, 250]), np.array([0.7, 0.3])) == pytest.approx(
+        50**2 / 700 + 50**2 / 300)
+
+
+def test_draws_follow_the_target():
+    """2,000 draws pass the 1% test for almost every seed (a correct rule fails 1 in 100)."""
+    for k in VOCABULARIES:
+        passed = [chi_square(sample(speculation(k, 0.3), seed), speculation(k, 0.3).p)
+                  < CHI_SQUARE_99[k - 1] for seed in range(1, 101)]
+        assert sum(passed) >= 95
+    m = SpeculativeSamplingModel()
+    m.set("draws", 1)
+    assert m.out.counts.sum() == DRAWS and m.out.matches is True
+    assert m.readouts()["matches"].value is True
+
+
+def test_readouts_before_sampling():
+    r = SpeculativeSamplingModel().readouts()
+    assert r["acceptance"].value == pytest.approx(75.0)
+    assert r["chi_square"].value is None and r["chi_square"].text == "press Sample"
+    assert r["critical"].text == "6.63"
+
+
+@settings(max_examples=60, deadline=None)
+@given(vocabulary=st.sampled_from(["2", "4"]), quality=st.floats(0, 1),
+       draws=st.integers(0, 9999))
+def test_sweep_speculative_sampling(vocabulary, quality, draws):
+    m = SpeculativeSamplingModel()
+    m.set("vocabulary", vocabulary)
+    m.set("quality", quality)
+    m.set("draws", draws)
+    spec = m.out.spec
+    assert np.all(np.isfinite(spec.q)) and spec.q.sum() == pytest.approx(1.0)
+    assert spec.emitted == pytest.approx(spec.p, abs=1e-12)
+    assert 0 <= spec.acceptance <= 1 + 1e-12
+    if draws:
+        assert m.out.counts.sum() == DRAWS and np.isfinite(m.out.chi_square)
+    m.readouts()
+    m.message()
+
+
+# --- 12.5 --------------------------------------------------------------------------------
+
+def decoding_model(**values) -> SpeculativeDecodingModel:
+    m = SpeculativeDecodingModel()  # a = 0.8, gamma = 4, c = 0.05
+    for name, value in values.items():
+        m.set(name, value)
+    return m
+
+
+def test_worked_example_rounds():
+    """a = 0.8, gamma = 4: 3.3616 tokens per round; 2.80x at c = 0.05; best gamma 8."""
+    out = decoding_model().out
+    assert out.expected == pytest.approx(3.3616, abs=1e-12)
+    assert out.positions == pytest.approx([1, 0.8, 0.64, 0.512, 0.4096])
+    assert out.positions.sum() == pytest.approx(out.expected)
+    assert out.speedup == pytest.approx(3.3616 / 1.2)
+    assert f"{out.speedup:.2f}" == "2.80"
+    assert out.best_gamma == 8 and out.best_speedup == pytest.approx(3.0920795, abs=1e-6)
+    r = decoding_model().readouts()
+    assert r["expected"].hidden and r["expected"].revealed_text == "3.3616"
+    assert r["speedup"].text == "2.80×"
+
+
+def test_paper_second_example_and_full_acceptance():
+    """Leviathan et al.: a = 0.9, gamma = 7 gives 5.70 tokens and 4.22x at c = 0.05."""
+    assert float(expected_tokens(0.9, 7)) == pytest.approx(5.6953, abs=1e-4)
+    assert float(speedup(0.9, 7, 0.05)) == pytest.approx(4.219, abs=1e-3)
+    assert float(expected_tokens(1.0, 4)) == 5.0
+
+
+def test_draft_never_pays_when_a_is_at_most_c():
+    out = decoding_model(acceptance=0.3, draft_cost=0.3).out
+    assert out.best_speedup <= 1.0 + 1e-12
+    assert decoding_model(acceptance=0.3, draft_cost=0.3).message()[1]
+
+
+def test_simulated_rounds():
+    assert decoding_model().out.accepted is None
+    rows = simulate_rounds(0.8, 4, 20_000, 7)
+    assert rows.min() >= 0 and rows.max() <= 4
+    assert rows.mean() + 1 == pytest.approx(3.3616, abs=0.03)
+    assert round_tokens(4, 4) == [ACCEPTED] * 4 + [BONUS]
+    assert round_tokens(1, 4) == [ACCEPTED, REPLACED, DISCARDED, DISCARDED]
+    m = decoding_model(simulation=1)
+    assert len(m.out.accepted) == ROUNDS
+    assert m.readouts()["simulated"].value == pytest.approx(m.out.accepted.mean() + 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(a=st.floats(0, 1), gamma=st.integers(1, GAMMA_MAX), c=st.floats(0, 1),
+       simulation=st.integers(0, 9999))
+def test_sweep_speculative_decoding(a, gamma, c, simulation):
+    m = decoding_model(acceptance=a, gamma=gamma, draft_cost=c, simulation=simulation)
+    out = m.out
+    assert 1.0 <= out.expected <= gamma + 1 + 1e-9
+    assert out.positions.sum() == pytest.approx(out.expected)
+    assert np.all(np.isfinite(out.speedups)) and out.speedup <= out.best_speedup + 1e-12
+    if simulation:
+        for k in out.accepted:  # γ draft positions, and the bonus one when all pass
+            assert len(round_tokens(int(k), gamma)) == gamma + (k == gamma)
+    m.readouts()
+    m.message()
