@@ -587,8 +587,30 @@ LESSONS: tuple[Lesson, ...] = (
             "new bars shrink while the speed-up passes its best γ.",
             "serving.speculative_decoding:SpeculativeDecodingModel",
             "serving.speculative_decoding:SpeculativeDecodingView", "speculative-decoding"),
+        FigureSpec(
+            "12.6", "long_prompt", "A long prompt among decoding sequences",
+            "A long prompt arrives (magenta line) while a batch decodes. Each bar is one "
+            "step of the decode GPU, as high as the time every sequence waits for its next "
+            "token (log scale); orange steps only decode, blue ones also carry prompt "
+            "tokens. The dashed line is the TPOT target. <i>Try this:</i> in one piece a "
+            "single step lasts over a second; switch to chunked prefill and the steps stay "
+            "at the target while the prompt's first token comes a little later; switch to "
+            "disaggregated and the decode GPU is left alone, the work moving to a second "
+            "GPU and a KV transfer (try the network link).",
+            "serving.long_prompt:LongPromptModel", "serving.long_prompt:LongPromptView",
+            "chunked-prefill"),
     )),
-    Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md"),
+    Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md", (
+        FigureSpec(
+            "13.3", "mfu", "MFU and HFU from a training log line",
+            "A training run's log line turned into the share of the chips' peak it uses. "
+            "Blue is the FLOPs the model needs (MFU), the second blue what recomputation "
+            "runs again on top (HFU), violet the peak left unused. <i>Try this:</i> guess the "
+            "MFU of the 7B log line, reveal it, then switch recompute to full and compare "
+            "the HFU. Load PaLM's run and switch the attention width to the hidden size: "
+            "the published 46.2% needs 48 heads of 256.",
+            "profiling.mfu:MfuModel", "profiling.mfu:MfuView", "mfu-and-hfu"),
+    )),
 )
 
 

@@ -1,0 +1,111 @@
+"""Lesson 13: the numbers the spec asks each figure to show, and sweeps over every input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuviz.data.models import model
+from gpuviz.models.profiling import MfuModel, flops_per_token, matmul_parameters
+from gpuviz.models.profiling.mfu import PALM, TPU, palm_run, preset, preset_choices
+
+
+def log_line(m: MfuModel, **values: object) -> MfuModel:
+    with m.batch():
+        for name, value in values.items():
+            m.set(name, value)
+    return m
+
+
+def palm(m: MfuModel, attention: str = "heads") -> MfuModel:
+    run = palm_run()
+    return log_line(m, preset=PALM, accelerator=TPU, chips=run["chips"],
+                    sequences=run["sequences"], seq_len=run["sequence"], attention=attention,
+                    step_time=run["sequences"] * run["sequence"] / run["tokens_per_second"])
+
+
+def test_matmul_parameters_leave_out_an_untied_input_embedding_only():
+    assert matmul_parameters(model("llama2_7b")) == 6_607_343_616  # 6.607B
+    assert matmul_parameters(preset(PALM)) / 1e9 == pytest.approx(540.35, abs=0.02)
+
+
+def test_the_7b_log_line():
+    out = MfuModel().out  # the defaults are the log line: 32 H100s, 256 x 4096 per 3.60 s
+    assert round(out.tokens_per_second) == 291_271
+    assert round(100 * out.mfu, 1) == 42.4
+    assert round(100 * out.hfu, 1) == 56.5  # full recomputation
+    assert out.hfu / out.mfu == pytest.approx(4 / 3, rel=0.01)
+    readouts = MfuModel().readouts()
+    assert readouts["mfu"].revealed_text == "42.4%"
+    assert readouts["mfu"].hidden  # predict first
+    assert readouts["tokens_per_second"].value == 291_271
+
+
+def test_palm_needs_its_attention_width():
+    assert round(100 * palm(MfuModel()).out.mfu, 1) == 46.2
+    assert round(100 * palm(MfuModel(), "hidden").out.mfu, 1) == 46.5
+    assert palm(MfuModel()).out.model_flops == pytest.approx(3.278e12, rel=1e-3)
+
+
+def test_palm_published_hfu_lies_between_none_and_full():
+    none = palm(MfuModel())
+    none.set("recompute", "none")
+    full = palm(MfuModel())
+    full.set("recompute", "full")
+    assert round(100 * none.out.hfu, 1) == 46.2
+    assert round(100 * full.out.hfu, 1) == 61.6
+    assert none.out.hfu < 0.578 < full.out.hfu
+
+
+def test_planning_a_trillion_tokens_on_256_h100s():
+    m = log_line(MfuModel(), mode="plan", chips=256, assumed_mfu=40.0, tokens=1e12)
+    assert round(m.out.plan_days, 1) == 5.3
+    assert m.readouts()["days"].revealed_text == "5.3 days"
+    assert m.readouts()["mfu"].text == "40.0%"  # assumed, so not hidden
+    assert round(100 * m.out.hfu, 1) == 53.3  # full recomputation at that MFU
+
+
+def test_the_log_line_also_times_the_token_budget():
+    out = MfuModel().out
+    assert out.plan_seconds == pytest.approx(1e12 / out.tokens_per_second)
+
+
+def test_a_step_time_that_is_not_positive_is_refused():
+    parameter = MfuModel.parameter("step_time")
+    for text in ("0", "-3.6", "abc"):
+        with pytest.raises(ValueError):
+            parameter.parse(text)
+
+
+def test_recomputation_orders_the_flops():
+    n, layers, width, seq = 7e9, 32, 4096, 4096
+    counts = [flops_per_token(n, layers, width, seq, r) for r in ("none", "selective", "full")]
+    assert counts == sorted(counts)
+    assert counts[0] == flops_per_token(n, layers, width, seq)
+
+
+@settings(max_examples=80, deadline=None)
+@given(key=st.sampled_from([key for key, _ in preset_choices()]),
+       accelerator=st.sampled_from([k for k, _ in MfuModel.parameter("accelerator").choices]),
+       attention=st.sampled_from(["heads", "hidden"]),
+       recompute=st.sampled_from(["none", "selective", "full"]),
+       mode=st.sampled_from(["log", "plan"]),
+       chips=st.integers(1, 65536), sequences=st.integers(1, 65536),
+       seq_len=st.integers(128, 131072), step_time=st.floats(0.01, 1e5),
+       tokens=st.floats(1e9, 1e14), assumed=st.floats(1, 100), guess=st.floats(1, 100))
+def test_sweep(key, accelerator, attention, recompute, mode, chips, sequences, seq_len,
+               step_time, tokens, assumed, guess):
+    m = log_line(MfuModel(), preset=key, accelerator=accelerator, attention=attention,
+                 recompute=recompute, mode=mode, chips=chips, sequences=sequences,
+                 seq_len=seq_len, step_time=step_time, tokens=tokens, assumed_mfu=assumed,
+                 guess_mfu=guess, revealed=True)
+    out = m.out
+    for value in (out.mfu, out.hfu, out.plan_days, out.tokens_per_second):
+        assert math.isfinite(value) and value > 0
+    assert out.hfu >= out.mfu
+    for readout in m.readouts().values():
+        assert readout.revealed_text
+    assert m.answer_text()
