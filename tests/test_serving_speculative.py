@@ -1,4 +1,5 @@
-"""Lesson 12, speculative sampling and decoding (figures 12.4 and 12.5)."""
+"""Lesson 12: speculative sampling and decoding, a long prompt among decoding sequences
+(figures 12.4, 12.5 and 12.6)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuviz.data.hardware import load_gpus
+from gpuviz.data.models import load_models, model
+from gpuviz.models import transformer as tf
+from gpuviz.models.alpha_beta import nvlink
+from gpuviz.models.serving.long_prompt import (
+    LANES,
+    MAX_CHUNKS,
+    MAX_DECODE_BOXES,
+    LongPromptModel,
+    prefill_flops,
+)
 from gpuviz.models.serving.speculative_decoding import (
     ACCEPTED,
     BONUS,
@@ -172,5 +184,76 @@ def test_sweep_speculative_decoding(a, gamma, c, simulation):
     if simulation:
         for k in out.accepted:  # γ draft positions, and the bonus one when all pass
             assert len(round_tokens(int(k), gamma)) == gamma + (k == gamma)
+    m.readouts()
+    m.message()
+
+
+# --- 12.6 --------------------------------------------------------------------------------
+
+def prompt_model(**values) -> LongPromptModel:
+    m = LongPromptModel()  # 32,768 tokens, 64 sequences of 2,048, 50 ms, 50%, H100
+    for name, value in values.items():
+        m.set(name, value)
+    return m
+
+
+def test_prefill_polynomial_is_the_transformer_count():
+    cfg = model("llama3_8b")
+    for s in (1, 100, 4096, 32768):
+        assert prefill_flops("llama3_8b", s) == pytest.approx(
+            tf.forward_parts(cfg, 1, s, "prefill").flops, rel=1e-12)
+
+
+def test_one_piece_prefill_takes_over_a_second():
+    """At 50% of the H100's peak the 32,768-token prefill takes 1.50 s (the notes say
+    1.49 s); the step that carries it stalls all 64 sequences as long."""
+    out = prompt_model().out
+    assert out.prefill_time == pytest.approx(1.4994, abs=1e-4)
+    assert out.decode_step == pytest.approx(9.84e-3, abs=1e-5)  # the 12.1 step at 64
+    assert out.worst_tpot > 1.0 and out.ttft == pytest.approx(out.worst_tpot)
+    assert not out.target_met
+
+
+def test_chunked_prefill_keeps_the_target():
+    """About 34 steps (35 here) of at most 50 ms; TTFT about 1.8 s (1.72 s here)."""
+    out = prompt_model(mode="chunked").out
+    assert out.chunks == 35 and out.target_met
+    assert out.worst_tpot == pytest.approx(0.05, rel=0.01)
+    assert out.ttft == pytest.approx(1.72, abs=0.01)
+    assert out.ttft > prompt_model().out.ttft  # a little later than one piece
+
+
+def test_disaggregated_leaves_the_decode_gpu_alone():
+    out = prompt_model(mode="disaggregated").out
+    assert out.worst_tpot == pytest.approx(out.decode_step)
+    # 2 L S n_kv d_h x 2 bytes = 4.29 GB over NVLink (450 GB/s a direction)
+    cfg = model("llama3_8b")
+    nbytes = 2 * cfg.layers * 32768 * cfg.kv_heads * cfg.head_dim * 2
+    assert nbytes == 4_294_967_296
+    assert out.transfer_time == pytest.approx(nvlink().alpha + nbytes / nvlink().bandwidth)
+    slower = prompt_model(mode="disaggregated", link="network").out.transfer_time
+    assert slower > out.transfer_time
+    trace = prompt_model(mode="disaggregated").trace()
+    assert [lane.resource for lane in trace.lanes] == list(LANES)
+
+
+@settings(max_examples=40, deadline=None)
+@given(mode=st.sampled_from(["one_piece", "chunked", "disaggregated"]),
+       prompt=st.integers(1024, 65536), sequences=st.integers(1, 256),
+       target=st.floats(10, 500), efficiency=st.floats(0.2, 1.0),
+       preset=st.sampled_from(list(load_models())), gpu_key=st.sampled_from(list(load_gpus())),
+       context=st.integers(128, 32768), cache=st.sampled_from(["bf16", "fp8"]))
+def test_sweep_long_prompt(mode, prompt, sequences, target, efficiency, preset, gpu_key,
+                           context, cache):
+    m = prompt_model(mode=mode, prompt=prompt, sequences=sequences, target_ms=target,
+                     efficiency=efficiency, preset=preset, gpu=gpu_key, context=context,
+                     cache=cache)
+    out = m.out
+    assert np.isfinite(out.worst_tpot) and out.worst_tpot >= out.decode_step * (1 - 1e-9)
+    assert out.ttft > 0 and out.horizon > out.arrival
+    assert len(out.schedule.tasks) <= MAX_CHUNKS + MAX_DECODE_BOXES + 3
+    assert np.all(np.diff(out.schedule.start[~np.isnan(out.tpot)]) > 0)
+    if mode == "chunked" and out.decode_step < out.target * 0.5 and out.chunks < MAX_CHUNKS:
+        assert out.target_met
     m.readouts()
     m.message()

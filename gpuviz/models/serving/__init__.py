@@ -3,7 +3,8 @@ Qt-free physics beside them (`costs`: a decode step's bytes, FLOPs and time, and
 memory budget; `decode_batch`: 12.1, the step time against the batch; `batching`: 12.2,
 static against continuous batching; `kv_blocks`: 12.3, contiguous against paged KV-cache
 memory; `speculative_sampling`: 12.4, the accept/resample rule at one position;
-`speculative_decoding`: 12.5, rounds of draft tokens and the best γ)."""
+`speculative_decoding`: 12.5, rounds of draft tokens and the best γ; `long_prompt`: 12.6,
+a long prompt prefilled in one piece, in chunks or on a second GPU)."""
 
 from gpuviz.models.serving.batching import BatchingModel, BatchingOut, Policy
 from gpuviz.models.serving.costs import (
@@ -18,6 +19,7 @@ from gpuviz.models.serving.costs import (
 )
 from gpuviz.models.serving.decode_batch import DecodeBatchModel, DecodeBatchOut
 from gpuviz.models.serving.kv_blocks import KvBlocksModel, KvBlocksOut
+from gpuviz.models.serving.long_prompt import LongPromptModel, LongPromptOut
 from gpuviz.models.serving.speculative_decoding import (
     SpeculativeDecodingModel,
     SpeculativeDecodingOut,
@@ -39,6 +41,8 @@ __all__ = [
     "DecodeSteps",
     "KvBlocksModel",
     "KvBlocksOut",
+    "LongPromptModel",
+    "LongPromptOut",
     "MemoryBudget",
     "Policy",
     "SpeculativeDecodingModel",

@@ -1,0 +1,105 @@
+"""Figure 12.6: each decode step's time per output token (log scale) while a long prompt is
+prefilled, the TPOT target and the prompt's arrival; below, the GPUs and the KV link."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import set_time_ticks
+from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
+from gpuviz.core.schedule import Task
+from gpuviz.core.text import TextLayer
+from gpuviz.core.timeline import Timeline
+from gpuviz.models.serving.long_prompt import (
+    DECODE,
+    DECODE_GPU,
+    LANES,
+    PREFILL,
+    TRANSFER,
+    LongPromptOut,
+)
+
+ROLES = {DECODE: "memory", PREFILL: "compute", TRANSFER: "network"}
+FLOOR = -3.0  # log10 seconds at the bottom of the TPOT axis: 1 ms
+GAP = 0.12  # of a decode step, left between bars
+
+
+def fill(task: Task):  # noqa: ANN201 - a QColor
+    return theme.color(ROLES[task.kind])
+
+
+class LongPromptView(FigureView):
+    def build(self) -> None:
+        for name in ("mode", "prompt", "sequences", "target_ms", "efficiency", "preset",
+                     "gpu", "context"):
+            self.controls.add(name)
+        self.controls.add_grid(("link", "cache"), columns=2)
+
+        self.tpot_plot = plot_widget("Time (s)", "Time per output token")
+        item = self.tpot_plot.getPlotItem()
+        item.showGrid(x=True, y=True, alpha=0.25)
+        self.bars = CellGrid(font_size=8)
+        item.addItem(self.bars)
+        self.target_line = Segment(pen("highlight", 2.0, Qt.DashLine))
+        self.arrival_line = Segment(pen("highlight", 2.5))
+        for line in (self.target_line, self.arrival_line):
+            item.addItem(line)
+        self.text = TextLayer(QRectF(0, FLOOR, 1, 1), keep_inside=True)
+        self.target_label = self.text.add(role="highlight", size=9, bold=True,
+                                          anchor=(1.0, 1.1))
+        self.arrival_label = self.text.add(role="highlight", size=9, bold=True,
+                                           anchor=(-0.05, 1.0))
+        item.addItem(self.text)
+        legend = Legend(item, anchor=(1, 0), columns=2)
+        legend.add_box("decode step", theme.color("memory"))
+        legend.add_box("step carrying the prompt", theme.color("compute"))
+        self._ranges = None
+        self.add_plot(self.tpot_plot, 4)
+
+        lanes_plot = plot_widget("Time (s)")
+        self.timeline = Timeline(lanes_plot, (), text_size=8)
+        self.timeline.add_legend([("decode", theme.color("memory")),
+                                  ("prefill", theme.color("compute")),
+                                  ("KV transfer", theme.color("network"))], columns=3)
+        self.add_plot(lanes_plot, 2)
+
+    def refresh(self) -> None:
+        out: LongPromptOut = self.model.out
+        item = self.tpot_plot.getPlotItem()
+        top = math.ceil(math.log10(out.worst_tpot * 3))
+        if self.needs_update("ranges", (out.horizon, top)):
+            item.setXRange(0, out.horizon, padding=0.01)
+            item.setYRange(FLOOR, top, padding=0)
+            set_time_ticks(item.getAxis("left"), FLOOR, top)
+            self.text.set_bounds(QRectF(0, FLOOR, out.horizon, top - FLOOR))
+        on_decode = ~np.isnan(out.tpot)
+        tasks = [task for task, keep in zip(out.schedule.tasks, on_decode, strict=True)
+                 if keep]
+        start, end = out.schedule.start[on_decode], out.schedule.end[on_decode]
+        tpot = out.tpot[on_decode]
+        # A thin gap at the end of each box, a share of one decode step (a box of several
+        # decode steps has one only at its end).
+        width = (end - start) - GAP * out.decode_step
+        rects = np.column_stack([start, np.full(len(start), FLOOR), width,
+                                 np.log10(tpot) - FLOOR])
+        self.bars.set_cells(rects, [fill(task) for task in tasks])
+        pixel = item.getViewBox().viewPixelSize()
+        target = math.log10(out.target)
+        self.target_line.set_line(0, target, out.horizon, target, pixel)
+        self.target_label.setText(f"target {self.model.target_ms:g} ms")
+        self.target_label.setPos(out.horizon, target)
+        self.arrival_line.set_line(out.arrival, FLOOR, out.arrival, top, pixel)
+        self.arrival_label.setText(f"{self.model.prompt:,}-token prompt arrives")
+        self.arrival_label.setPos(out.arrival, top - 0.05)
+
+        lanes = LANES if out.mode == "disaggregated" else (DECODE_GPU,)
+        self.timeline.set_lanes(lanes)
+        self.timeline.set_time_range(out.horizon, exact=True)
+        self.timeline.show_schedule(out.schedule, fill, idle_lanes=lanes[1:])
+        text, warn = self.model.message()
+        self.message.show_message(text, warn=warn)
