@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QApplication,
@@ -224,6 +226,20 @@ def load_config(path: Path) -> KioskConfig:
         return config_from_mapping(data)
     except KioskConfigError as error:
         raise KioskConfigError(f"{path}: {error}") from None
+
+
+def live_qobjects() -> Counter[str]:
+    """The QObjects alive now, by class: every widget, and the other QObjects made from
+    Python (models, timers, layouts, scenes...), to check that a kiosk running all day
+    keeps as many. Not by window.findChildren(QObject): that wraps every child Qt made
+    itself (a scroll bar, a text document), and PySide keeps those wrappers after Qt
+    deletes the child, so counting that way would itself leak a few hundred objects per
+    attract loop."""
+    widgets = QApplication.allWidgets()
+    others = [wrapper for wrapper in shiboken6.getAllValidWrappers()
+              if isinstance(wrapper, QObject) and not isinstance(wrapper, QWidget)
+              and shiboken6.createdByPython(wrapper)]
+    return Counter(type(obj).__name__ for obj in [*widgets, *others])
 
 
 class Countdown(QWidget):

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import gc
+from collections import Counter
+
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtWidgets import QApplication
 
 from gpuviz import app as cli
 from gpuviz import catalog, state
 from gpuviz.core.model import END
-from gpuviz.kiosk import Kiosk, KioskConfig, KioskConfigError, config_from_mapping, load_config
+from gpuviz.kiosk import (
+    Kiosk,
+    KioskConfig,
+    KioskConfigError,
+    config_from_mapping,
+    live_qobjects,
+    load_config,
+)
 
 
 @pytest.fixture
@@ -111,6 +122,42 @@ def test_idle_countdown_runs_out_and_starts_over(themed, qtbot, lesson_one):
     qtbot.waitUntil(lambda: window.current != first, timeout=4000)  # the attract loop
     qtbot.keyClick(window, Qt.Key_Right)  # a visitor: the loop stops
     assert not Kiosk.of(window).attracting
+    shut(window)
+
+
+def test_attract_loop_keeps_as_many_qobjects(themed, qtbot, monkeypatch):
+    """200 attract steps (the timers' slots called directly), with a visitor and an idle
+    reset every 45. After the first full cycle (every page built once), each time the loop
+    is back at its first figure with the same pages kept, the same QObjects are alive,
+    class by class."""
+    monkeypatch.setattr("gpuviz.main_window.MAX_PAGES", 2)  # every step deletes a page
+    window = make_kiosk(qtbot, idle_reset=3, countdown=2, attract=2, lessons=(1,))
+    kiosk = Kiosk.of(window)
+    figures = kiosk.config.figures
+
+    def idle_reset() -> None:  # a visitor, then nobody: the countdown runs out
+        qtbot.keyClick(window, Qt.Key_Right)
+        kiosk.show_countdown()
+        while kiosk.countdown.isVisible():
+            kiosk._tick()
+
+    idle_reset()
+    seen: dict[frozenset[str], Counter] = {}  # the live QObjects by the pages kept
+    compared = 0
+    for step in range(1, 201):
+        kiosk.attract_timer.stop()  # the test steps the loop, not the timer
+        idle_reset() if step % 45 == 0 else kiosk._attract_step()
+        QApplication.processEvents()  # a pass of the event loop: refreshes, deletions
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+        if len(window.models) < len(figures) or window.current != kiosk.config.first:
+            continue
+        gc.collect()
+        counts = live_qobjects()
+        before = seen.setdefault(frozenset(window.pages), counts)
+        compared += before is not counts
+        assert counts == before, f"step {step}: {counts - before} more, " \
+                                 f"{before - counts} fewer"
+    assert compared >= 40
     shut(window)
 
 

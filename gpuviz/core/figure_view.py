@@ -44,7 +44,12 @@ class FigureView(QWidget):
     def __init__(self, model: FigureModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
-        self._refresh_pending = False
+        # One refresh per pass of the event loop. A timer of the view's own, not
+        # QTimer.singleShot(0, self, ...): PySide keeps that call's slot, and so this whole
+        # view, when the view is deleted before it fires (a kiosk's start-over resets every
+        # model, then deletes the pages it no longer keeps).
+        self._refresh_timer = QTimer(self, singleShot=True, interval=0,
+                                     timeout=self._refresh_now)
         self._shown: dict[object, object] = {}
         self.controls = ControlPanel(model)
         self.readouts = ReadoutPanel(model)
@@ -142,13 +147,11 @@ class FigureView(QWidget):
         return widget
 
     def schedule_refresh(self) -> None:
-        if not self._refresh_pending:
-            self._refresh_pending = True
-            # With the view as context: a view deleted meanwhile is not refreshed.
-            QTimer.singleShot(0, self, self._refresh_now)
+        if not self._refresh_timer.isActive():
+            self._refresh_timer.start()
 
     def _refresh_now(self) -> None:
-        self._refresh_pending = False
+        self._refresh_timer.stop()  # called directly: no second refresh
         self.controls.sync()
         if self.time_controls is not None:
             self.time_controls.sync()
