@@ -614,6 +614,16 @@ LESSONS: tuple[Lesson, ...] = (
     )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md", (
         FigureSpec(
+            "13.2", "regime", "Overhead, memory or compute: which fix helps",
+            "One bf16 matmul of size n followed by k elementwise ops on an H100, with "
+            "3.6 µs of CPU time per kernel launch. Above, the step time against n; below, "
+            "what it is made of: violet overhead (the GPU waiting for launches), orange "
+            "memory, blue compute. <i>Try this:</i> at n = 256, 3,072 and 16,384 switch on "
+            "fuse, CUDA graph and fp8 one at a time and read each speed-up. Fusing helps "
+            "twice: it removes launches as well as memory traffic.",
+            "profiling.regime:RegimeModel", "profiling.regime:RegimeView",
+            "three-regimes"),
+        FigureSpec(
             "13.3", "mfu", "MFU and HFU from a training log line",
             "A training run's log line turned into the share of the chips' peak it uses. "
             "Blue is the FLOPs the model needs (MFU), the second blue what recomputation "

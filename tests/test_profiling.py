@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from gpuviz.data.models import model
 from gpuviz.models.profiling import MfuModel, flops_per_token, matmul_parameters
 from gpuviz.models.profiling.mfu import PALM, TPU, palm_run, preset, preset_choices
+from gpuviz.models.profiling.regime import RegimeModel, step_times
 
 
 def log_line(m: MfuModel, **values: object) -> MfuModel:
@@ -109,3 +111,63 @@ def test_sweep(key, accelerator, attention, recompute, mode, chips, sequences, s
     for readout in m.readouts().values():
         assert readout.revealed_text
     assert m.answer_text()
+
+
+# ---- 13.2: which regime, which fix ----------------------------------------------------
+
+SIZES = {"small": 256, "medium": 3072, "large": 16384}
+
+
+def alone(n: int) -> dict[str, float]:
+    m = RegimeModel()
+    m.set("n", n)
+    return {fix: m.readouts()[f"{fix}_alone"].value for fix in ("fuse", "cuda_graph", "fp8")}
+
+
+def test_each_fix_helps_in_its_own_regime():
+    small, medium, large = (alone(n) for n in SIZES.values())
+    # A CUDA graph helps only at small n, where the GPU waits for launches.
+    assert small["cuda_graph"] == pytest.approx(2.578, abs=1e-3)
+    assert medium["cuda_graph"] == pytest.approx(1.0) and large["cuda_graph"] == pytest.approx(1.0)
+    # fp8 helps only where the matmul's compute dominates.
+    assert small["fp8"] == pytest.approx(1.0)
+    assert 1.2 < medium["fp8"] < large["fp8"]
+    assert large["fp8"] == pytest.approx(1.634, abs=1e-3)
+    # Fusing helps most at small and medium n (launches and traffic), least at large n.
+    assert small["fuse"] == pytest.approx(4.462, abs=1e-3)
+    assert medium["fuse"] == pytest.approx(2.074, abs=1e-3)
+    assert large["fuse"] == pytest.approx(1.243, abs=1e-3)
+    assert large["fuse"] < medium["fuse"] < small["fuse"]
+
+
+def test_the_regimes_at_the_three_sizes():
+    regimes = []
+    for n in SIZES.values():
+        m = RegimeModel()
+        m.set("n", n)
+        regimes.append(m.readouts()["regime"].name)
+    assert regimes == ["overhead", "memory", "compute"]
+
+
+def test_small_step_times_count_launches():
+    before = step_times(np.array([256]), 8, False, False, False)
+    assert before.time[0] == pytest.approx(9 * 3.6e-6, rel=0.01)  # nine launches
+    graph = step_times(np.array([256]), 8, False, True, False)
+    assert graph.time[0] == pytest.approx(3.6e-6 + 9 * 1e-6)  # one launch, 1 µs minimum
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(64, 32768), k=st.integers(1, 16), fuse=st.booleans(),
+       graph=st.booleans(), fp8=st.booleans())
+def test_regime_sweep(n, k, fuse, graph, fp8):
+    m = RegimeModel()
+    with m.batch():
+        for name, value in (("n", n), ("k", k), ("fuse", fuse), ("cuda_graph", graph),
+                            ("fp8", fp8)):
+            m.set(name, value)
+    for steps in m.out.values():
+        assert np.all(np.isfinite(steps.time)) and np.all(steps.time > 0)
+        assert np.all(steps.overhead >= -1e-15)
+        assert np.allclose(steps.overhead + steps.memory + steps.compute, steps.time)
+    assert m.out["now"].time[0] <= m.out["before"].time[0] * (1 + 1e-12)
+    assert all(r.revealed_text for r in m.readouts().values())
