@@ -18,6 +18,7 @@ helps in the overhead regime too.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,14 @@ def step_times(n: np.ndarray, k: int, fuse: bool, cuda_graph: bool, fp8: bool) -
     return Steps(n, end, end - memory - compute, memory, compute, len(kernels))
 
 
+@functools.cache
+def sweep(sizes: str, k: int, fuse: bool, cuda_graph: bool, fp8: bool) -> Steps:
+    """The step over the curve's sizes or the bars' (`sizes`): they depend on k and the
+    fixes only, so moving n reuses them."""
+    n = np.geomspace(N_MIN, N_MAX, CURVE_POINTS if sizes == "curve" else SHARE_BARS)
+    return step_times(n, k, fuse, cuda_graph, fp8)
+
+
 class RegimeModel(FigureModel):
     """Figure 13.2: a matmul and k elementwise ops on an H100, their step time split into
     overhead, memory and compute against n, with the three fixes as switches."""
@@ -109,15 +118,13 @@ class RegimeModel(FigureModel):
     def compute(self) -> dict[str, Steps]:
         """The step at n, over the curve's sizes and the bars' sizes, with the fixes
         chosen ("now") and with none ("before"); at n with each fix alone (its name)."""
-        curve = np.geomspace(N_MIN, N_MAX, CURVE_POINTS)
-        bars = np.geomspace(N_MIN, N_MAX, SHARE_BARS)
         fixes = (self.fuse, self.cuda_graph, self.fp8)
         return {
             "now": step_times(np.array([self.n]), self.k, *fixes),
             "before": step_times(np.array([self.n]), self.k, False, False, False),
-            "curve": step_times(curve, self.k, *fixes),
-            "curve_before": step_times(curve, self.k, False, False, False),
-            "bars": step_times(bars, self.k, *fixes),
+            "curve": sweep("curve", self.k, *fixes),
+            "curve_before": sweep("curve", self.k, False, False, False),
+            "bars": sweep("bars", self.k, *fixes),
             **{fix: step_times(np.array([self.n]), self.k, *(f == fix for f in FIXES))
                for fix in FIXES},
         }

@@ -74,9 +74,11 @@ class RegimeView(FigureView):
         out = self.model.out
         m = self.model
         curve_now, curve_before = out["curve"], out["curve_before"]
-        x = np.log10(curve_now.n)
-        self.before.set_data(x, np.log10(curve_before.time))
-        self.now.set_data(x, np.log10(curve_now.time))
+        # The curves and bars are cached per k and fixes: moving n leaves them alone.
+        if self.needs_update("curves", (id(curve_now), id(curve_before))):
+            x = np.log10(curve_now.n)
+            self.before.set_data(x, np.log10(curve_before.time))
+            self.now.set_data(x, np.log10(curve_now.time))
         log_n = math.log10(m.n)
         self.dots.set_points([log_n, log_n], [math.log10(out["before"].time[0]),
                                               math.log10(out["now"].time[0])])
@@ -84,7 +86,8 @@ class RegimeView(FigureView):
         self.time_line.set_line(log_n, TIME_RANGE[0], log_n, TIME_RANGE[1], pixel)
         spixel = self.share_plot.getPlotItem().getViewBox().viewPixelSize()
         self.share_line.set_line(log_n, 0, log_n, 100, spixel)
-        self._shares(out["bars"])
+        if self.needs_update("bars", id(out["bars"])):
+            self._shares(out["bars"])
         self._comment()
 
     def _shares(self, bars: Steps) -> None:
