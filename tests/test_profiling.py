@@ -39,6 +39,7 @@ def test_the_7b_log_line():
     assert round(out.tokens_per_second) == 291_271
     assert round(100 * out.mfu, 1) == 42.4
     assert round(100 * out.hfu, 1) == 56.5  # full recomputation
+    assert MfuModel().readouts()["hfu"].hidden  # HFU would give the MFU away
     assert out.hfu / out.mfu == pytest.approx(4 / 3, rel=0.01)
     readouts = MfuModel().readouts()
     assert readouts["mfu"].revealed_text == "42.4%"

@@ -170,12 +170,13 @@ class MfuModel(PredictFirstModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         mfu = Readout("MFU", 100 * out.mfu, "%", decimals=1)
+        hfu = Readout("HFU", 100 * out.hfu, "%", decimals=1)  # gives MFU away: hidden too
+        planned = self.mode == "plan"
         return {
             "model_flops": si_readout("Model FLOPs per token", out.model_flops, "FLOP"),
             "tokens_per_second": Readout("Tokens per second", round(out.tokens_per_second),
                                          "tokens/s"),
-            "mfu": mfu if self.mode == "plan" else self.answer(mfu),
-            "hfu": Readout("HFU", 100 * out.hfu, "%",
-                           decimals=1),
+            "mfu": mfu if planned else self.answer(mfu),
+            "hfu": hfu if planned else self.answer(hfu),
             "days": Readout("Days for the token budget", out.plan_days, "days", digits=2),
         }

@@ -58,7 +58,7 @@ class MfuView(FigureView):
             row.addWidget(button)
         row.addStretch(1)
         self.add_plot(runs, 0)
-        self.steps = TextPanel(4.2, accessible_name="The arithmetic", framed=False, margin=0)
+        self.steps = TextPanel(5.2, accessible_name="The arithmetic", framed=False, margin=0)
         self.add_plot(self.steps, 0)
 
         self.plot = plot_widget("Share of the chips' peak FLOP/s", x_unit="%")
@@ -113,7 +113,7 @@ class MfuView(FigureView):
         capacity = f"{m.chips:,} × {format_value(out.peak / 1e12, 'TFLOP/s', 4)}"
         if planning:
             self.steps.setText(
-                f"<b>1.</b> Model FLOPs per token = {per_token}<br>"
+                f"<b>1.</b> FLOPs/token = {per_token}<br>"
                 f"<b>2.</b> Training FLOPs = {si_text(m.tokens, '')} tokens × that = "
                 f"{format_value(m.tokens * out.model_flops, 'FLOP')}<br>"
                 f"<b>3.</b> Achieved = {capacity} × {format_value(m.assumed_mfu, '%')}<br>"
@@ -124,8 +124,8 @@ class MfuView(FigureView):
             self.steps.setText(
                 f"<b>1.</b> Tokens/s = {m.sequences:,} × {m.seq_len:,} / {seconds} = "
                 f"{format_value(round(out.tokens_per_second), 'tokens/s')}<br>"
-                f"<b>2.</b> Model FLOPs per token = {per_token}<br>"
-                f"<b>3.</b> MFU = tokens/s × FLOPs per token / ({capacity}) = <b>{shown}</b><br>"
+                f"<b>2.</b> FLOPs/token = {per_token}<br>"
+                f"<b>3.</b> MFU = tokens/s × FLOPs/token ÷ ({capacity}) = <b>{shown}</b><br>"
                 f"<b>4.</b> HFU counts the {m.recompute} recomputation too: "
                 + ("?" if hidden else format_value(100 * out.hfu, "%", decimals=1)))
         self._comment(planning, hidden, hfu)
