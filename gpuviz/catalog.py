@@ -472,7 +472,20 @@ LESSONS: tuple[Lesson, ...] = (
             "plan-a-layout"),
     )),
     Lesson(10, "sequence_expert", "Sequence, context and expert parallelism",
-           "10-sequence-expert.md"),
+           "10-sequence-expert.md", (
+        FigureSpec(
+            "10.3", "kv_overlap", "Ring attention: when the K/V transfer hides",
+            "One round of ring attention on an H100, per layer: the blue line is the "
+            "time a rank computes its queries against the K/V block it holds (it grows "
+            "as c²), the aqua line the time to pass that block to the next rank (it "
+            "grows as c). Left of the dashed crossing c* the GPUs wait for the network; "
+            "right of it the transfer hides behind the compute. <i>Try this:</i> guess "
+            "c* over NVLink and press Reveal, then switch to InfiniBand. Change the "
+            "query heads: both lines move, c* does not. Then try GQA and the causal "
+            "mask.",
+            "sequence_expert.kv_overlap:KvOverlapModel",
+            "sequence_expert.kv_overlap:KvOverlapView", "kv-overlap"),
+    )),
     Lesson(11, "quantization", "Quantization", "11-quantization.md", (
         # lesson 11 figures
         FigureSpec(
