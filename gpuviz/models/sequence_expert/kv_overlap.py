@@ -34,7 +34,7 @@ from gpuviz.models.alpha_beta import network, nvlink, ring_attention_kv
 HEAD_DIM = 128  # d_head of Llama and most current models
 GQA_GROUP = 8  # query heads per K/V head with GQA (Llama 3 70B: 64 and 8)
 FLOPS_PER_SCORE = 4  # 2 for QKᵀ and 2 for PV, per score and head dimension
-BLOCK_MIN, BLOCK_MAX = 256, 262144  # tokens per rank on the axis
+BLOCK_MIN, BLOCK_MAX = 128, 262144  # tokens per rank on the axis
 CURVE_POINTS = 97
 LINKS = (("nvlink", "NVLink"), ("network", "InfiniBand"))
 ATTENTION = (("mha", "Multi-head: one per query head"),

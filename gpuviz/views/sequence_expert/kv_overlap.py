@@ -17,7 +17,8 @@ from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.kv_overlap import BLOCK_MAX, BLOCK_MIN, KvOverlapOut
 
 X_RANGE = (math.log10(BLOCK_MIN), math.log10(BLOCK_MAX))
-Y_RANGE = (-7.0, 1.0)  # 100 ns to 10 s: every setting's curves fit
+Y_RANGE = (-8.0, 1.0)  # 10 ns to 10 s: every setting's curves fit
+SIDE_LABEL_ROOM = 0.8  # decades a side label needs between c* and the edge
 
 
 class KvOverlapView(FigureView):
@@ -67,9 +68,12 @@ class KvOverlapView(FigureView):
             self.crossing_line.set_data([], [])
         self.crossing_label.setText(f"c* = {out.crossing:,.0f} tokens" if revealed else "")
         self.crossing_label.setPos(cross_x, Y_RANGE[0] + 0.4)
-        self.exposed_label.setText("← transfer exposed" if revealed else "")
+        room = (cross_x - X_RANGE[0], X_RANGE[1] - cross_x)
+        self.exposed_label.setText("← transfer exposed" if revealed
+                                   and room[0] > SIDE_LABEL_ROOM else "")
         self.exposed_label.setPos(cross_x, Y_RANGE[0] + 0.9)
-        self.hidden_label.setText("transfer hidden →" if revealed else "")
+        self.hidden_label.setText("transfer hidden →" if revealed
+                                  and room[1] > SIDE_LABEL_ROOM else "")
         self.hidden_label.setPos(cross_x, Y_RANGE[0] + 0.9)
         c = math.log10(self.model.block)
         self.block_line.set_data([c, c], list(Y_RANGE))
