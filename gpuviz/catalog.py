@@ -485,6 +485,17 @@ LESSONS: tuple[Lesson, ...] = (
             "mask.",
             "sequence_expert.kv_overlap:KvOverlapModel",
             "sequence_expert.kv_overlap:KvOverlapView", "kv-overlap"),
+        FigureSpec(
+            "10.4", "ulysses", "Ulysses: from token shards to head shards",
+            "One activation tensor, its tokens as rows and its 8 heads as columns; the "
+            "number in each cell is the rank that holds it, and the selected rank's cells "
+            "are magenta. Outside attention every rank holds a block of tokens with all "
+            "heads; attention wants all tokens of a few heads. <i>Try this:</i> press "
+            "All-to-all and follow the magenta cells: the aqua-framed ones travel, "
+            "(P − 1)/P of each shard. Then set fewer K/V heads than ranks and read the "
+            "warning.",
+            "sequence_expert.ulysses:UlyssesModel",
+            "sequence_expert.ulysses:UlyssesView", "ulysses"),
     )),
     Lesson(11, "quantization", "Quantization", "11-quantization.md", (
         # lesson 11 figures

@@ -7,6 +7,15 @@ from gpuviz.models.sequence_expert.kv_overlap import (
     kv_block_bytes,
     round_flops,
 )
+from gpuviz.models.sequence_expert.ulysses import (
+    UlyssesModel,
+    UlyssesOut,
+    all_to_all_sent,
+    head_owner,
+    sequence_owner,
+    shard_bytes,
+)
 
 __all__ = ["KvOverlapModel", "KvOverlapOut", "crossing_block", "kv_block_bytes",
-           "round_flops"]
+           "round_flops", "UlyssesModel", "UlyssesOut", "all_to_all_sent", "head_owner",
+           "sequence_owner", "shard_bytes"]
