@@ -54,7 +54,7 @@ class AlphaBetaView(FigureView):
         self.crossing_labels = [self.labels.add(size=9, role="text", anchor=(-0.05, 0))
                                 for _ in range(MAX_CROSSINGS)]
         self.answer_label = self.labels.add(size=9, role="text", anchor=(-0.05, 0))
-        self.guess_label = self.labels.add(size=9, role="text", anchor=(-0.05, 1))
+        self.guess_label = self.labels.add(size=9, role="text", anchor=(-0.05, 0))
         self.marker_label = self.labels.add(size=9, role="highlight", bold=True,
                                             anchor=(-0.05, 1))
         item.addItem(self.labels)
@@ -91,7 +91,8 @@ class AlphaBetaView(FigureView):
                 x = math.log10(n)
                 self._vertical(line, x)
                 label.setText(f"{_short(a)}/{_short(b)}\n{si_text(n, 'B')}")
-                label.setPos(x, low + LABEL_STAGGER * i)  # apart when lines are close
+                # Apart when lines are close, above the guess's label at the bottom.
+                label.setPos(x, low + LABEL_STAGGER * (i + 1))
                 label.setVisible(True)
             else:
                 if self.needs_update(line, None):
@@ -100,14 +101,16 @@ class AlphaBetaView(FigureView):
         guess = math.log10(self.model.guess_bytes)
         self._vertical(self.guess_line, guess)
         self.guess_label.setText(f"your guess {si_text(self.model.guess_bytes, 'B')}")
-        self.guess_label.setPos(guess, high)
+        # At the foot of its line: the top belongs to the message's label, which a
+        # guess near the message would run into.
+        self.guess_label.setPos(guess, low)
         answer = out.rd_rab if self.model.revealed else None
         if answer is not None and not out.rd_rab_shown():
             # Revealed but not a change of winner: still show where the two cross.
             x = math.log10(answer) if SIZE_MIN <= answer <= SIZE_MAX else math.nan
             self._vertical(self.answer_line, x)
             self.answer_label.setText(f"RD/Rab. {si_text(answer, 'B')}")
-            self.answer_label.setPos(x, low + LABEL_STAGGER * len(shown))
+            self.answer_label.setPos(x, low + LABEL_STAGGER * (len(shown) + 1))
             self.answer_label.setVisible(math.isfinite(x))
         else:
             if self.needs_update(self.answer_line, None):
@@ -119,7 +122,9 @@ class AlphaBetaView(FigureView):
         self._vertical(self.marker, x)
         self.dots.set_points([x] * 3, [math.log10(out.at_marker[a]) for a in STYLES])
         best = out.winner
-        self.marker_label.setText(f"n = {si_text(n, 'B')}\n{cs.ALGORITHM_NAMES[best]} "
+        # Three short lines: narrow enough to stay right of the line on a 1280x800
+        # projector, where a flip to the left would land on the legend.
+        self.marker_label.setText(f"n = {si_text(n, 'B')}\n{cs.ALGORITHM_NAMES[best]}\n"
                                   f"{time_text(out.at_marker[best])}")
         self.marker_label.setPos(x, high)
         self.predict.sync()
