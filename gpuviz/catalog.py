@@ -496,6 +496,17 @@ LESSONS: tuple[Lesson, ...] = (
             "warning.",
             "sequence_expert.ulysses:UlyssesModel",
             "sequence_expert.ulysses:UlyssesView", "ulysses"),
+        FigureSpec(
+            "10.5", "moe_routing", "Mixture of experts: routing, capacity and waiting",
+            "A seeded batch of 128 tokens, each sent to its best k of 8 experts, 2 experts "
+            "per GPU. Every brick is one copy of a token stacked on the expert that gets "
+            "it: blue copies are computed, magenta ones came after the expert was full "
+            "(the dashed capacity line) and are dropped. Below, each GPU's work, violet "
+            "where it waits for the busiest. <i>Try this:</i> raise the router skew and "
+            "watch the first experts overflow; then raise the capacity factor to 2.0 and "
+            "to \"none\": nothing is dropped, but the slowest GPU sets the step time.",
+            "sequence_expert.moe_routing:MoeRoutingModel",
+            "sequence_expert.moe_routing:MoeRoutingView", "moe-routing"),
     )),
     Lesson(11, "quantization", "Quantization", "11-quantization.md", (
         # lesson 11 figures

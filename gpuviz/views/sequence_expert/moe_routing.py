@@ -1,0 +1,95 @@
+"""Figure 10.5: token copies stacked on their experts against the capacity, and the load
+of each GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import si_text
+from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
+from gpuviz.models.sequence_expert.moe_routing import EXPERTS, GPUS, TOKENS, MoeOut
+
+BRICK = 0.7  # a copy's width on the expert axis (it is one copy high, less a gap)
+GAP = 0.2  # between copies, in copies
+
+
+def copy_cells(out: MoeOut) -> tuple[np.ndarray, np.ndarray]:
+    """Rectangles of every copy stacked on its expert (kept ones first, as they came) and
+    whether each is kept."""
+    expert = np.repeat(np.arange(EXPERTS), out.per_expert)
+    height = np.arange(expert.size) - np.repeat(np.cumsum(out.per_expert) - out.per_expert,
+                                                out.per_expert)
+    rects = np.column_stack([expert - BRICK / 2, height + GAP / 2,
+                             np.full(expert.size, BRICK), np.full(expert.size, 1 - GAP)])
+    return rects, height < out.computed[expert]
+
+
+class MoeRoutingView(FigureView):
+    def build(self) -> None:
+        for name in ("skew", "capacity_factor", "top_k", "seed"):
+            self.controls.add(name)
+
+        self.expert_plot = plot_widget("Expert (E1 and E2 on GPU 0, E3 and E4 on GPU 1, …)",
+                                       "Copies of tokens")
+        item = self.expert_plot.getPlotItem()
+        item.setXRange(-0.6, EXPERTS - 0.4, padding=0)
+        item.setYRange(0, TOKENS, padding=0)
+        item.getAxis("bottom").setTicks(
+            [[(e, f"E{e + 1}") for e in range(EXPERTS)], []])
+        self.copies = CellGrid(font_size=8)
+        item.addItem(self.copies)
+        self.capacity_line = Segment(pen("text", 2, Qt.DashLine))
+        item.addItem(self.capacity_line)
+        legend = Legend(item, anchor=(1, 0))
+        legend.add_box("computed copy", theme.color("compute"))
+        legend.add_box("dropped copy", theme.color("highlight"))
+        legend.add_line("capacity", pen("text", 2, Qt.DashLine))
+        self.add_plot(self.expert_plot, 3)
+
+        self.gpu_plot = plot_widget("GPU", "Copies computed")
+        gitem = self.gpu_plot.getPlotItem()
+        gitem.setXRange(-0.6, GPUS - 0.4, padding=0)
+        gitem.getAxis("bottom").setTicks([[(g, f"GPU {g}") for g in range(GPUS)], []])
+        self.loads = CellGrid(font_size=9)
+        gitem.addItem(self.loads)
+        legend = Legend(gitem, anchor=(1, 0))
+        legend.add_box("computing", theme.color("compute"))
+        legend.add_box("waiting for the busiest GPU", theme.color("idle"))
+        self._top = 0.0
+        self.add_plot(self.gpu_plot, 2)
+
+    def refresh(self) -> None:
+        out: MoeOut = self.model.out
+        rects, kept = copy_cells(out)
+        self.copies.set_cells(rects, list(np.where(kept, theme.color("compute"),
+                                                   theme.color("highlight"))))
+        pixel = self.expert_plot.getPlotItem().getViewBox().viewPixelSize()
+        if out.capacity is None or out.capacity > TOKENS:
+            self.capacity_line.set_line(0, -1, 0, -1, pixel)  # off the plot
+        else:
+            self.capacity_line.set_line(-0.6, out.capacity, EXPERTS - 0.4, out.capacity,
+                                        pixel)
+
+        load, busiest = out.gpu_load, float(out.gpu_load.max())
+        top = nice_ceiling(max(busiest, 1) * 1.3, FINE_STEPS)
+        if top != self._top:
+            self._top = top
+            self.gpu_plot.getPlotItem().setYRange(0, top, padding=0)
+        bars = [(g - 0.35, 0, 0.7, float(load[g])) for g in range(GPUS)]
+        waits = [(g - 0.35, float(load[g]), 0.7, busiest - float(load[g]))
+                 for g in range(GPUS)]
+        self.loads.set_cells(np.array(bars + waits),
+                             [theme.color("compute")] * GPUS + [theme.color("idle")] * GPUS,
+                             texts=[str(int(v)) for v in load] + [""] * GPUS)
+
+        r = self.model.readouts()
+        self.message.show_message(
+            f"{r['dropped'].text} of the copies dropped; the busiest GPU computes "
+            f"{int(busiest)} copies, {r['imbalance'].text} the mean, so the others wait. "
+            f"It sends {si_text(out.traffic.sent.max(), 'B')} in the all-to-all "
+            f"(the least: {si_text(out.traffic.sent.min(), 'B')}).",
+            warn=out.dropped_share > 0)
