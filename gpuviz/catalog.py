@@ -474,6 +474,18 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(10, "sequence_expert", "Sequence, context and expert parallelism",
            "10-sequence-expert.md", (
         FigureSpec(
+            "10.1", "ring_attention", "Ring attention, round by round",
+            "The score matrix of one attention head: queries down, keys across, each row "
+            "computed by the rank named beside it. Every round each rank scores its "
+            "queries against the K/V block it holds, then passes that block on round the "
+            "ring. Blue: this round; faint blue: earlier rounds; grey: hidden by the "
+            "causal mask. The bars are each rank's scores this round; violet is waiting "
+            "for the busiest one. <i>Try this:</i> press Next round until the pass ends "
+            "and read how long rank 0 waits; then switch to zig-zag and do it again.",
+            "sequence_expert.ring_attention:RingAttentionModel",
+            "sequence_expert.ring_attention:RingAttentionView", "ring-attention",
+            animated=True),
+        FigureSpec(
             "10.3", "kv_overlap", "Ring attention: when the K/V transfer hides",
             "One round of ring attention on an H100, per layer: the blue line is the "
             "time a rank computes its queries against the K/V block it holds (it grows "

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuviz.models.sequence_expert import KvOverlapModel
+from gpuviz.models.sequence_expert import (
+    KvOverlapModel,
+    RingAttentionModel,
+    chunk_owners,
+    round_work,
+)
 from gpuviz.models.sequence_expert.kv_overlap import (
     ATTENTION,
     BLOCK_MAX,
@@ -17,6 +22,7 @@ from gpuviz.models.sequence_expert.kv_overlap import (
     GQA_GROUP,
     LINKS,
 )
+from gpuviz.models.sequence_expert.ring_attention import CHUNK_TOKENS
 
 
 def overlap(**values) -> KvOverlapModel:
@@ -25,6 +31,71 @@ def overlap(**values) -> KvOverlapModel:
         for name, value in values.items():
             model.set(name, value)
     return model
+
+
+# --- 10.1 ring attention rounds ---------------------------------------------------------
+
+@pytest.mark.parametrize("ranks", range(2, 9))
+def test_zigzag_gives_every_rank_the_same_work_in_every_round(ranks):
+    work = round_work(ranks, "zigzag", causal=True)
+    assert np.all(work == work[:, :1])
+    model = RingAttentionModel()
+    with model.batch():
+        model.set("ranks", ranks)
+        model.set("assignment", "zigzag")
+    assert model.out.idle_share() == 0.0
+    assert model.out.pass_time == pytest.approx(model.out.ideal_time)
+
+
+@pytest.mark.parametrize("ranks", range(2, 9))
+def test_contiguous_leaves_the_first_rank_idle_most_of_the_pass(ranks):
+    model = RingAttentionModel()
+    model.set("ranks", ranks)
+    out = model.out
+    # Rank 0 computes in round 0 only: its diagonal block, c (c + 1) / 2 of c² scores.
+    c = 2 * CHUNK_TOKENS  # tokens per rank: two chunks
+    assert out.work[1:, 0].sum() == 0 and out.work[0, 0] == c * (c + 1) // 2
+    assert out.idle_share(0) == pytest.approx(1 - out.work[0, 0] / out.pass_time)
+    assert out.idle_share(0) > 0.5
+    assert out.pass_time > out.ideal_time
+
+
+def test_the_default_pass_numbers():
+    model = RingAttentionModel()  # 4 ranks, causal, contiguous
+    readouts = model.readouts()
+    assert readouts["first_idle"].text == "80.0%"  # 12 of 15 score-times
+    assert readouts["all_idle"].text == "40.0%"  # 24 of 4 × 15
+    assert readouts["pass_time"].text == "3.750 full blocks"  # 15 scores of 4
+    model.set("assignment", "zigzag")
+    assert model.readouts()["pass_time"].text == "2.250 full blocks"
+
+
+@pytest.mark.parametrize("assignment", ["contiguous", "zigzag"])
+def test_without_a_mask_nobody_waits(assignment):
+    work = round_work(5, assignment, causal=False)
+    assert np.all(work == work.max())
+
+
+@given(st.integers(2, 8), st.sampled_from(["contiguous", "zigzag"]), st.booleans())
+def test_ring_attention_sweep(ranks, assignment, causal):
+    owners = chunk_owners(ranks, assignment)
+    assert sorted(np.bincount(owners).tolist()) == [2] * ranks  # two chunks each
+    model = RingAttentionModel()
+    with model.batch():
+        model.set("ranks", ranks)
+        model.set("assignment", assignment)
+        model.set("causal", causal)
+    tokens = 2 * CHUNK_TOKENS * ranks
+    live = tokens * (tokens + 1) // 2 if causal else tokens * tokens
+    assert model.out.work.sum() == live  # every live score once, in some round
+    for _ in range(ranks + 1):
+        out = model.out
+        assert 1 <= out.rounds_done <= ranks
+        assert 0.0 <= out.idle_share() < 1.0
+        assert 0.0 <= out.idle_share(0) < 1.0
+        model.readouts()
+        model.step_once()
+    assert model.finished
 
 
 # --- 10.3 when the K/V transfer hides -------------------------------------------------

@@ -7,6 +7,12 @@ from gpuviz.models.sequence_expert.kv_overlap import (
     kv_block_bytes,
     round_flops,
 )
+from gpuviz.models.sequence_expert.ring_attention import (
+    RingAttentionModel,
+    RingAttentionOut,
+    chunk_owners,
+    round_work,
+)
 from gpuviz.models.sequence_expert.ulysses import (
     UlyssesModel,
     UlyssesOut,
@@ -17,5 +23,6 @@ from gpuviz.models.sequence_expert.ulysses import (
 )
 
 __all__ = ["KvOverlapModel", "KvOverlapOut", "crossing_block", "kv_block_bytes",
-           "round_flops", "UlyssesModel", "UlyssesOut", "all_to_all_sent", "head_owner",
+           "round_flops", "RingAttentionModel", "RingAttentionOut", "chunk_owners",
+           "round_work", "UlyssesModel", "UlyssesOut", "all_to_all_sent", "head_owner",
            "sequence_owner", "shard_bytes"]
