@@ -360,10 +360,33 @@ def make_window(theme_name: str, *, kiosk=None, remember: bool = True,  # noqa: 
     return window
 
 
+GLIBC_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+LARGE_BLOCK_BYTES = 1 << 20
+
+
+def keep_large_blocks_out_of_the_heap() -> None:
+    """Ask glibc to give every block of 1 MiB or more its own mapping.
+
+    By default glibc raises its mapping threshold each time a large block is freed, so
+    later page images and plot buffers (several MB each) come from the heap and leave
+    holes it cannot hand back: a kiosk that builds and drops pages all day then grows by
+    fragmentation alone (benchmarks/soak.py). A fixed threshold returns such blocks to
+    the system whole. Elsewhere (no glibc) this does nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(GLIBC_M_MMAP_THRESHOLD, LARGE_BLOCK_BYTES)
+
+
 def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: ANN001
                warnings: list[str], *, present: bool = False,
                playlist=None, kiosk=None) -> int:  # noqa: ANN001
     import gc
+
+    keep_large_blocks_out_of_the_heap()
 
     from PySide6.QtCore import QTimer
     from PySide6.QtGui import QIcon
