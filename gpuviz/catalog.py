@@ -486,6 +486,17 @@ LESSONS: tuple[Lesson, ...] = (
             "sequence_expert.ring_attention:RingAttentionView", "ring-attention",
             animated=True),
         FigureSpec(
+            "10.2", "sequence_parallel", "Tensor parallelism with sequence parallelism",
+            "One transformer layer as a strip of the activations it keeps for the "
+            "backward pass; each box is what GPU 0 stores and the number under it how "
+            "much. Blue is split by heads or columns, violet a full copy on every GPU, "
+            "magenta split by tokens; the aqua boxes are the collectives of the forward "
+            "pass. <i>Try this:</i> switch from TP to TP + SP: every violet box turns "
+            "magenta and shrinks t-fold, each all-reduce becomes a reduce-scatter and an "
+            "all-gather, and the bytes sent stay the same.",
+            "sequence_expert.sequence_parallel:SequenceParallelModel",
+            "sequence_expert.sequence_parallel:SequenceParallelView", "megatron-sp"),
+        FigureSpec(
             "10.3", "kv_overlap", "Ring attention: when the K/V transfer hides",
             "One round of ring attention on an H100, per layer: the blue line is the "
             "time a rank computes its queries against the K/V block it holds (it grows "

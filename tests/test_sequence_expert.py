@@ -23,6 +23,12 @@ from gpuviz.models.sequence_expert.kv_overlap import (
     LINKS,
 )
 from gpuviz.models.sequence_expert.ring_attention import CHUNK_TOKENS
+from gpuviz.models.sequence_expert.sequence_parallel import (
+    MODES,
+    OPS,
+    TP_DEGREES,
+    SequenceParallelModel,
+)
 
 
 def overlap(**values) -> KvOverlapModel:
@@ -96,6 +102,54 @@ def test_ring_attention_sweep(ranks, assignment, causal):
         model.readouts()
         model.step_once()
     assert model.finished
+
+
+# --- 10.2 TP against TP + SP ------------------------------------------------------------
+
+def parallel(**values) -> SequenceParallelModel:
+    model = SequenceParallelModel()
+    with model.batch():
+        for name, value in values.items():
+            model.set(name, value)
+    return model
+
+
+@pytest.mark.parametrize("tp", ["2", "4", "8"])
+def test_sp_divides_the_replicated_parts_by_t_and_sends_the_same_bytes(tp):
+    tp_only, sp = parallel(tp=tp, mode="tp").out, parallel(tp=tp, mode="sp").out
+    t = int(tp)
+    assert sp.replicated_parts == pytest.approx(tp_only.replicated_parts / t)
+    assert sp.activation == pytest.approx(sp.activation_unsplit / t)
+    assert sp.sent == pytest.approx(tp_only.sent)  # all-reduce = reduce-scatter + all-gather
+    assert len(sp.collectives) == 2 * len(tp_only.collectives)
+    # SP turns every full copy into a token split and leaves the rest alone.
+    assert [k for k in tp_only.kinds if k == "full"] and "full" not in sp.kinds
+    assert all((a == "full") == (b == "tokens") for a, b in zip(tp_only.kinds, sp.kinds,
+                                                                strict=True))
+
+
+def test_korthikanti_totals():
+    # Llama 2 70B (h 8192, a 64), s 4096, b 1, t 8: 34sbh + 5as²b on one GPU, then
+    # sbh(10 + 24/t) + 5as²b/t with TP and (34sbh + 5as²b)/t with TP + SP.
+    s, h, a, t = 4096, 8192, 64, 8
+    sbh, as2b = s * h, a * s * s
+    out = parallel().out
+    assert out.activation_unsplit == 34 * sbh + 5 * as2b
+    assert out.activation == pytest.approx(sbh * (10 + 24 / t) + 5 * as2b / t)
+    assert out.replicated_parts == 10 * sbh
+    assert out.sent == 2 * 2 * (t - 1) / t * 2 * sbh  # two ring all-reduces of 2sbh bytes
+    assert parallel(mode="sp").out.activation == pytest.approx((34 * sbh + 5 * as2b) / t)
+
+
+@given(st.sampled_from([m for m, _ in MODES]), st.sampled_from([t for t, _ in TP_DEGREES]),
+       st.integers(512, 32768), st.integers(1, 16))
+def test_sequence_parallel_sweep(mode, tp, seq, micro_batch):
+    model = parallel(mode=mode, tp=tp, seq=seq, micro_batch=micro_batch)
+    out = model.out
+    assert len(out.stored) == len(OPS) and all(b > 0 for b in out.stored)
+    assert out.activation <= out.activation_tp <= out.activation_unsplit
+    assert out.sent > 0
+    model.readouts()
 
 
 # --- 10.3 when the K/V transfer hides -------------------------------------------------

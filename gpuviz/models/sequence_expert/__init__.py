@@ -13,6 +13,12 @@ from gpuviz.models.sequence_expert.ring_attention import (
     chunk_owners,
     round_work,
 )
+from gpuviz.models.sequence_expert.sequence_parallel import (
+    SequenceParallelModel,
+    SequenceParallelOut,
+    op_bytes,
+    stored_bytes,
+)
 from gpuviz.models.sequence_expert.ulysses import (
     UlyssesModel,
     UlyssesOut,
@@ -24,5 +30,6 @@ from gpuviz.models.sequence_expert.ulysses import (
 
 __all__ = ["KvOverlapModel", "KvOverlapOut", "crossing_block", "kv_block_bytes",
            "round_flops", "RingAttentionModel", "RingAttentionOut", "chunk_owners",
-           "round_work", "UlyssesModel", "UlyssesOut", "all_to_all_sent", "head_owner",
+           "round_work", "SequenceParallelModel", "SequenceParallelOut", "op_bytes",
+           "stored_bytes", "UlyssesModel", "UlyssesOut", "all_to_all_sent", "head_owner",
            "sequence_owner", "shard_bytes"]

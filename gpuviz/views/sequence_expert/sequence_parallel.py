@@ -1,0 +1,84 @@
+"""Figure 10.2: one layer's activations on GPU 0 under TP and TP + SP, and its collectives."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF
+
+from gpuviz import theme
+from gpuviz.core.figure_view import FigureView
+from gpuviz.core.model import format_value, si_text
+from gpuviz.core.plots import CellGrid, Legend, diagram_widget
+from gpuviz.core.text import TextLayer
+from gpuviz.models.sequence_expert.sequence_parallel import (
+    OPS,
+    SHORT_NAMES,
+    SequenceParallelOut,
+)
+
+BLOCKS = (("Attention", range(0, 8)), ("MLP", range(8, len(OPS))))
+BOX_W, MARK_W, GAP = 1.0, 0.55, 0.08
+ROW_PITCH = 2.0  # a row of boxes, its byte labels and the next row's title
+ROLES = {"heads": "compute", "full": "idle", "tokens": "highlight"}
+
+
+class SequenceParallelView(FigureView):
+    def build(self) -> None:
+        for name in ("mode", "tp", "preset", "seq", "micro_batch"):
+            self.controls.add(name)
+        canvas, self.box = diagram_widget()
+        self.cells = CellGrid(font_size=9)
+        self.box.addItem(self.cells)
+        self.text = TextLayer(QRectF(-1, -1, 20, 6))
+        self.byte_labels = [self.text.add(size=9, anchor=(0.5, 0)) for _ in OPS]
+        for row, (title, _) in enumerate(BLOCKS):
+            self.text.add(f"{title} block", size=10, bold=True,
+                          anchor=(0, 1)).setPos(0, row * ROW_PITCH - 0.1)
+        self.box.addItem(self.text)
+        legend = Legend(self.box, anchor=(1, 1), columns=2)
+        legend.add_box("split by heads or columns", theme.color("compute"))
+        legend.add_box("full copy on every GPU", theme.color("idle"))
+        legend.add_box("split by tokens (SP)", theme.color("highlight"))
+        legend.add_box("collective", theme.color("network"))
+        self.add_plot(canvas)
+        self.width = max(len(ops) for _, ops in BLOCKS) * (BOX_W + GAP) + 2 * (MARK_W + GAP)
+        self.box.setRange(xRange=(-0.2, self.width), yRange=(-0.7, 2 * ROW_PITCH + 0.4),
+                          padding=0)
+
+    def refresh(self) -> None:
+        out: SequenceParallelOut = self.model.out
+        if self.needs_update("strip", (out.kinds, out.collectives)):
+            self._draw(out)
+        for label, stored in zip(self.byte_labels, out.stored, strict=True):
+            label.setText(si_text(stored, "B"))
+        self.message.show_message(self._describe(out))
+
+    def _draw(self, out: SequenceParallelOut) -> None:
+        before = dict(out.collectives)
+        rects, fills, texts = [], [], []
+        for row, (_, ops) in enumerate(BLOCKS):
+            x, y = 0.0, row * ROW_PITCH
+            for i in ops:
+                if i in before:
+                    rects.append((x, y, MARK_W, 1.0))
+                    fills.append(theme.color("network"))
+                    texts.append(SHORT_NAMES[before[i]])
+                    x += MARK_W + GAP
+                rects.append((x, y, BOX_W, 1.0))
+                fills.append(theme.color(ROLES[out.kinds[i]]))
+                texts.append(OPS[i].name)
+                self.byte_labels[i].setPos(x + BOX_W / 2, y + 1.08)
+                x += BOX_W + GAP
+        self.cells.set_cells(np.array(rects), fills, texts=texts)
+
+    def _describe(self, out: SequenceParallelOut) -> str:
+        t = int(self.model.tp)
+        sent = si_text(out.sent, "B")
+        if self.model.mode == "tp":
+            return (f"TP alone: the LayerNorm, dropout and first-matmul inputs (violet) sit "
+                    f"whole on all {t} GPUs, {si_text(out.replicated_parts, 'B')} of GPU 0's "
+                    f"{si_text(out.activation, 'B')}. Two all-reduces send {sent}.")
+        return (f"TP + SP: every activation is split {t} ways, "
+                f"{format_value(out.activation_tp / out.activation, '×')} less than TP "
+                f"alone; four collectives (RS and AG) still send {sent}, as the two "
+                f"all-reduces did.")
