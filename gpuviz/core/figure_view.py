@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import (
     QFrame,
@@ -29,6 +29,8 @@ from gpuviz.core.widgets import (
     TimeControls,
 )
 
+REFRESH_EVENT = QEvent.Type(QEvent.registerEventType())  # a view's pending refresh
+
 
 class FigureView(QWidget):
     """Controls on the left with the readouts under them; plots on the right with a
@@ -44,12 +46,12 @@ class FigureView(QWidget):
     def __init__(self, model: FigureModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
-        # One refresh per pass of the event loop. A timer of the view's own, not
+        # One refresh per pass of the event loop, as a posted event (not
         # QTimer.singleShot(0, self, ...): PySide keeps that call's slot, and so this whole
-        # view, when the view is deleted before it fires (a kiosk's start-over resets every
-        # model, then deletes the pages it no longer keeps).
-        self._refresh_timer = QTimer(self, singleShot=True, interval=0,
-                                     timeout=self._refresh_now)
+        # view, when the view is deleted before it fires, as a kiosk's start-over does; nor
+        # a timer, which fires after the window has repainted the control alone, so a
+        # change repainted the window twice). Qt drops it with a deleted view.
+        self._refresh_pending = False
         self._shown: dict[object, object] = {}
         self.controls = ControlPanel(model)
         self.readouts = ReadoutPanel(model)
@@ -147,11 +149,19 @@ class FigureView(QWidget):
         return widget
 
     def schedule_refresh(self) -> None:
-        if not self._refresh_timer.isActive():
-            self._refresh_timer.start()
+        if not self._refresh_pending:
+            self._refresh_pending = True
+            QCoreApplication.postEvent(self, QEvent(REFRESH_EVENT))
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == REFRESH_EVENT:
+            if self._refresh_pending:  # not refreshed directly meanwhile
+                self._refresh_now()
+            return True
+        return super().event(event)
 
     def _refresh_now(self) -> None:
-        self._refresh_timer.stop()  # called directly: no second refresh
+        self._refresh_pending = False  # called directly: no second refresh
         self.controls.sync()
         if self.time_controls is not None:
             self.time_controls.sync()
