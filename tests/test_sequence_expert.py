@@ -69,7 +69,20 @@ def test_contiguous_leaves_the_first_rank_idle_most_of_the_pass(ranks):
 def test_the_default_pass_numbers():
     model = RingAttentionModel()  # 4 ranks, causal, contiguous
     readouts = model.readouts()
-    assert readouts["first_idle"].text == "80.0%"  # 12 of 15 score-times
+    assert readouts["first_idle"].hidden  # predicted first
+    assert readouts["first_idle"].revealed_text == "80.0%"  # 12 of 15 score-times
+    model.set("guess_idle", 78)
+    model.set("revealed", True)
+    assert "80.0%" in model.answer_text() and "spot on" in model.answer_text()
+    model.step_once()
+    model.set("assignment", "zigzag")  # hides the answer and starts the pass again
+    assert not model.revealed and model.out.rounds_done == 1
+    model.set("assignment", "contiguous")
+    model.step_once()
+    model.set("revealed", True)  # Reveal keeps the round
+    assert model.out.rounds_done == 2
+    readouts = model.readouts()
+    assert readouts["first_idle"].text == "80.0%"
     assert readouts["all_idle"].text == "40.0%"  # 24 of 4 × 15
     assert readouts["pass_time"].text == "3.750 full blocks"  # 15 scores of 4
     model.set("assignment", "zigzag")

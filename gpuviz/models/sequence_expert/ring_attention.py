@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import Parameter, Readout, SteppedModel
+from gpuviz.core.model import Parameter, PredictFirstModel, Readout, SteppedModel
 
 CHUNK_TOKENS = 1  # tokens per chunk: one cell each keeps the grid at (2P)² cells
 RANKS_MAX = 8
+GUESS_TOLERANCE = 5.0  # percentage points that count as spot on
 ASSIGNMENTS = (("contiguous", "Contiguous"), ("zigzag", "Zig-zag"))
 
 
@@ -91,9 +92,10 @@ class RingAttentionOut:
         return float(idle[:, rank].sum()) / self.pass_time
 
 
-class RingAttentionModel(SteppedModel):
+class RingAttentionModel(SteppedModel, PredictFirstModel):
     """Figure 10.1: the score matrix of ring attention filled round by round, the work of
-    each rank in the current round and the waiting it causes (see the module docstring)."""
+    each rank in the current round and the waiting it causes (see the module docstring);
+    the learner predicts how much of the pass rank 0 waits."""
 
     ranks = Parameter(4, label="Ranks P", minimum=2, maximum=RANKS_MAX, step=1,
                       help="GPUs in the ring; each holds two chunks of the sequence")
@@ -103,12 +105,23 @@ class RingAttentionModel(SteppedModel):
                            help="Contiguous: rank r holds chunks 2r and 2r + 1. Zig-zag: "
                                 "chunks r and 2P − 1 − r, one early and one late")
 
+    guess_idle = Parameter(25.0, label="Rank 0 waits", unit="% of the pass", minimum=0.0,
+                           maximum=100.0, step=1.0,
+                           help="How much of the whole pass do you expect rank 0 to wait?")
+    guess_parameter = "guess_idle"
+    hidden_again_by = ("ranks", "causal", "assignment")
+
     step_seconds = 1.0
     first_step = 1  # round 0, each rank against its own K/V, is shown from the start
 
     @property
     def total_steps(self) -> int:
         return self.ranks
+
+    def parameter_changed(self, name: str) -> None:
+        PredictFirstModel.parameter_changed(self, name)  # a new setting hides the answer
+        if name not in ("revealed", self.guess_parameter):
+            super().parameter_changed(name)  # and starts the pass again
 
     def compute(self) -> RingAttentionOut:
         p = self.ranks
@@ -120,6 +133,16 @@ class RingAttentionModel(SteppedModel):
                                 rounds, masked, work, work.max(axis=1),
                                 (2 * CHUNK_TOKENS) ** 2)
 
+    def answer_text(self) -> str:
+        out = self.out
+        answer, guess = 100 * out.idle_share(0), self.guess_idle
+        points = guess - answer
+        closeness = ("spot on" if abs(points) < GUESS_TOLERANCE else
+                     f"{abs(points):.0f} points too {'high' if points > 0 else 'low'}")
+        return (f"{answer:.1f}%: rank 0 computes {int(out.work[:, 0].sum())} scores in a pass "
+                f"that lasts {out.pass_time} score-times. Your guess of {guess:.0f}% is "
+                f"{closeness}.")
+
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         done = out.rounds_done
@@ -128,8 +151,8 @@ class RingAttentionModel(SteppedModel):
             "round": Readout("Round", done, total=out.ranks),
             "busiest": Readout("Busiest rank this round", int(now.max()), "scores"),
             "idlest": Readout("Idlest rank this round", int(now.min()), "scores"),
-            "first_idle": Readout("Rank 0 waits (whole pass)", 100 * out.idle_share(0), "%",
-                                  decimals=1),
+            "first_idle": self.answer(Readout("Rank 0 waits (whole pass)",
+                                              100 * out.idle_share(0), "%", decimals=1)),
             "all_idle": Readout("All ranks wait (whole pass)", 100 * out.idle_share(), "%",
                                 decimals=1),
             "pass_time": Readout("Pass time", out.pass_time / out.block_scores,

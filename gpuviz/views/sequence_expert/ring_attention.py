@@ -18,6 +18,7 @@ from gpuviz.core.plots import (
     untouched,
 )
 from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.ring_attention import (
     CHUNK_TOKENS,
     RANKS_MAX,
@@ -43,6 +44,8 @@ class RingAttentionView(FigureView):
     def build(self) -> None:
         for name in ("ranks", "causal", "assignment"):
             self.controls.add(name)
+        self.predict = PredictReveal(self.model)
+        self.controls.add_widget(self.predict)
         canvas, self.box = diagram_widget()
         self.cells = CellGrid()
         self.box.addItem(self.cells)
@@ -127,7 +130,9 @@ class RingAttentionView(FigureView):
             self._place(out)
         if self.needs_update("cells", (layout, out.rounds_done, bool(out.masked.any()))):
             self._draw(out)
-        self.message.show_message(self._describe(out), warn=out.idle_share() > 0)
+        self.predict.sync()
+        self.message.show_message(self._describe(out, self.model.revealed),
+                                  warn=self.model.revealed and out.idle_share() > 0)
 
     def _draw(self, out: RingAttentionOut) -> None:
         now = out.this_round
@@ -150,14 +155,17 @@ class RingAttentionView(FigureView):
                             + [theme.color("idle")] * int(waiting.sum()))
 
     @staticmethod
-    def _describe(out: RingAttentionOut) -> str:
-        share = format_value(100 * out.idle_share(0), "%", decimals=1)
+    def _describe(out: RingAttentionOut, revealed: bool) -> str:
         if not out.masked.any():
             return ("Without a mask every rank computes a full block in every round: "
                     "nobody waits, whatever the assignment.")
+        if not revealed:
+            return ("Guess how much of the pass rank 0 waits, then press Reveal; press Next "
+                    "round to watch the bars.")
         if out.idle_share() == 0:
             return ("Zig-zag: every rank holds an early and a late chunk, so every rank "
                     "computes the same number of scores in every round and nobody waits.")
+        share = format_value(100 * out.idle_share(0), "%", decimals=1)
         return (f"Contiguous: rank 0's queries come first, so after round 1 it has "
                 f"nothing left to compute and waits {share} of the pass. Switch to "
                 f"zig-zag.")
