@@ -176,8 +176,12 @@ class Legend(pg.GraphicsObject):
                 painter.setBrush(style)
                 painter.drawRect(sample)
                 if opts["hatch"]:
+                    # Saved and restored: at a device pixel ratio of 2 the texture brush
+                    # left behind made the raster engine drop the next rows' labels.
+                    painter.save()
                     painter.setBrush(hatch_brush(style, ratio=painter.device().devicePixelRatio()))
                     painter.drawRect(sample)
+                    painter.restore()
                 if opts["outline"] is not None:
                     qpen = QPen(opts["outline"], theme.line_width(1.5))
                     painter.setPen(qpen)
