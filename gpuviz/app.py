@@ -291,6 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as error:
         print(f"gpuviz: error: broken data file: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:
+        # The reader left early (`gpuviz --readout ... | head`): no traceback, and
+        # nothing more for Python to flush into the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return run_window(spec, values, args.theme, warnings, present=args.present,
                       playlist=playlist, kiosk=kiosk)
 

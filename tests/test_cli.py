@@ -93,6 +93,17 @@ def test_module_entry_point_never_shows_a_traceback():
     assert "Traceback" not in result.stderr and "out of range" in result.stderr
 
 
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`gpuviz --readout ... | head -2`: the pipe is closed before the JSON is written."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    process = subprocess.Popen([sys.executable, "-m", "gpuviz", "--figure", "8.3",
+                                "--readout"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert "Traceback" not in err.decode() and "BrokenPipe" not in err.decode()
+
+
 def test_readout_at_a_step(capsys):
     """step= comes after the parameters, whatever the order typed: a new GPU count would
     otherwise rewind 7.1."""
