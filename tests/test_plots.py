@@ -165,3 +165,32 @@ def test_hatch_brush_is_drawn_at_the_device_pixel_ratio_with_an_opaque_fill_in_i
     translucent.setAlpha(100)
     assert hatch_brush(translucent).texture().hasAlphaChannel()
 
+
+
+def test_legend_labels_after_a_hatched_swatch_are_drawn_at_ratio_2(qapp):
+    """The hatch's texture brush once made the raster engine drop the next rows' labels
+    at a device pixel ratio of 2 (the labels after "idle" vanished on a 4K laptop)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage, QPainter
+
+    from gpuviz import theme
+    from gpuviz.core.plots import Legend, pen
+
+    theme.apply("dark", qapp)
+    legend = Legend(plot_widget().getPlotItem(), columns=1)
+    legend.add_box("idle", theme.color("idle"), hatch=True)
+    legend.add_line("stash", pen("memory"))
+    rect = legend.boundingRect()
+    image = QImage(int(rect.width() * 2) + 2, int(rect.height() * 2) + 2,
+                   QImage.Format_ARGB32_Premultiplied)
+    image.setDevicePixelRatio(2.0)
+    image.fill(Qt.transparent)
+    painter = QPainter(image)
+    painter.translate(-rect.topLeft())
+    legend.paint(painter)
+    painter.end()
+    # The second row's label: more than the panel's one colour right of its swatch.
+    w, h = image.width(), image.height()
+    label = {image.pixelColor(x, y).rgb() for x in range(int(w * 0.45), w - 4)
+             for y in range(int(h * 0.55), h - 4)}
+    assert len(label) > 3
