@@ -7,6 +7,14 @@ from gpuviz.models.sequence_expert.kv_overlap import (
     kv_block_bytes,
     round_flops,
 )
+from gpuviz.models.sequence_expert.moe_routing import (
+    MoeOut,
+    MoeRoutingModel,
+    capacity,
+    kept_copies,
+    moe_step,
+    route,
+)
 from gpuviz.models.sequence_expert.ring_attention import (
     RingAttentionModel,
     RingAttentionOut,
@@ -32,4 +40,5 @@ __all__ = ["KvOverlapModel", "KvOverlapOut", "crossing_block", "kv_block_bytes",
            "round_flops", "RingAttentionModel", "RingAttentionOut", "chunk_owners",
            "round_work", "SequenceParallelModel", "SequenceParallelOut", "op_bytes",
            "stored_bytes", "UlyssesModel", "UlyssesOut", "all_to_all_sent", "head_owner",
-           "sequence_owner", "shard_bytes"]
+           "sequence_owner", "shard_bytes", "MoeOut", "MoeRoutingModel", "capacity",
+           "kept_copies", "moe_step", "route"]
