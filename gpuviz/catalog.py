@@ -657,18 +657,6 @@ LESSONS: tuple[Lesson, ...] = (
             "GPU and a KV transfer (try the network link).",
             "serving.long_prompt:LongPromptModel", "serving.long_prompt:LongPromptView",
             "chunked-prefill"),
-        FigureSpec(
-            "12.6", "long_prompt", "A long prompt among decoding sequences",
-            "A long prompt arrives (magenta line) while a batch decodes. Each bar is one "
-            "step of the decode GPU, as high as the time every sequence waits for its next "
-            "token (log scale); orange steps only decode, blue ones also carry prompt "
-            "tokens. The dashed line is the TPOT target. <i>Try this:</i> in one piece a "
-            "single step lasts over a second; switch to chunked prefill and the steps stay "
-            "at the target while the prompt's first token comes a little later; switch to "
-            "disaggregated and the decode GPU is left alone, the work moving to a second "
-            "GPU and a KV transfer (try the network link).",
-            "serving.long_prompt:LongPromptModel", "serving.long_prompt:LongPromptView",
-            "chunked-prefill"),
     )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md", (
         FigureSpec(
