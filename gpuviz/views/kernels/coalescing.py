@@ -48,7 +48,7 @@ BAR_WIDTH = 0.7
 Y_BELOW = 4.4
 MORE_Y = 3.0
 # The bar chart's y-axis title: the longest that fits along the axis (see _fit_y_title).
-Y_TITLES = ("Sectors per warp load", "Sectors per load", "Sectors")
+Y_TITLES = ("Sectors per load", "Sectors")  # a warp's load: the caption says so
 # The diagram's range: the largest case (ROW_STEPS[-1] rows, the key and the note under
 # them), so every row count shows at one zoom; fewer rows are centred in it.
 X_RANGE = (-LABEL_WIDTH, WIDTH + 0.2)

@@ -64,7 +64,7 @@ class SpeculativeDecodingView(FigureView):
             legend.add_box(text, theme.color(TOKEN_ROLES[kind]))
         self.add_plot(canvas, 3)
 
-        self.bars_plot = plot_widget("Position i in the round", "aⁱ")
+        self.bars_plot = plot_widget("Position i in the round", "Chance of reaching i (aⁱ)")
         item = self.bars_plot.getPlotItem()
         item.showGrid(x=False, y=True, alpha=0.25)
         item.setYRange(0, 1.25, padding=0)
