@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpuviz.data.hardware import load_gpus
@@ -238,6 +238,8 @@ def test_disaggregated_leaves_the_decode_gpu_alone():
 
 
 @settings(max_examples=40, deadline=None)
+@example(mode="chunked", prompt=22785, sequences=2, target=10.0, efficiency=0.21875,
+         preset="gpt3_xl", gpu_key="a100_sxm", context=128, cache="bf16")
 @given(mode=st.sampled_from(["one_piece", "chunked", "disaggregated"]),
        prompt=st.integers(1024, 65536), sequences=st.integers(1, 256),
        target=st.floats(10, 500), efficiency=st.floats(0.2, 1.0),
@@ -253,7 +255,8 @@ def test_sweep_long_prompt(mode, prompt, sequences, target, efficiency, preset, 
     assert out.ttft > 0 and out.horizon > out.arrival
     assert len(out.schedule.tasks) <= MAX_CHUNKS + MAX_DECODE_BOXES + 3
     assert np.all(np.diff(out.schedule.start[~np.isnan(out.tpot)]) > 0)
-    if mode == "chunked" and out.decode_step < out.target * 0.5 and out.chunks < MAX_CHUNKS:
-        assert out.target_met
+    if mode == "chunked" and out.decode_step < out.target * 0.5:
+        # Only a chunk held at the least size may miss the target.
+        assert out.target_met == (out.chunks_at_least == 0)
     m.readouts()
     m.message()

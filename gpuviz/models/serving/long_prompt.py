@@ -148,6 +148,9 @@ class LongPromptOut:
     chunks: int  # decode-GPU steps that carry prompt tokens (0 when disaggregated)
     chunk_tokens: int  # the largest chunk
     target: float
+    # Chunks held at the least size (1/MAX_CHUNKS of the prompt) although they cost more
+    # than the target allows: the only way a chunked step misses the target.
+    chunks_at_least: int = 0
 
     @property
     def worst_tpot(self) -> float:
@@ -232,9 +235,13 @@ class LongPromptModel(FigureModel):
         timeline.decode(math.ceil((horizon - timeline.t) / d - 1e-9))
         chunk_tokens = {"one_piece": self.prompt, "disaggregated": 0,
                         "chunked": max(e - s for s, e in zip(starts, ends, strict=True))}
+        least = math.ceil(self.prompt / MAX_CHUNKS)
+        held = sum(1 for s, e, f in zip(starts, ends, chunk_flops, strict=True)
+                   if e - s == least and mixed(f) > target) if self.mode == "chunked" else 0
         return LongPromptOut(self.mode, schedule_at(timeline.tasks, timeline.starts),
                              np.array(timeline.tpot), arrival, horizon, d, prefill_time,
-                             transfer, ttft, len(carried), chunk_tokens[self.mode], target)
+                             transfer, ttft, len(carried), chunk_tokens[self.mode], target,
+                             held)
 
     def trace(self) -> Trace:
         out = self.out
