@@ -527,7 +527,8 @@ LESSONS: tuple[Lesson, ...] = (
             "(the dashed capacity line) and are dropped. Below, each GPU's work, violet "
             "where it waits for the busiest. <i>Try this:</i> raise the router skew and "
             "watch the first experts overflow; then raise the capacity factor to 2.0 and "
-            "to \"none\": nothing is dropped, but the slowest GPU sets the step time.",
+            "to \"none\": every copy is kept, yet the busiest GPU still decides how long "
+            "the step takes.",
             "sequence_expert.moe_routing:MoeRoutingModel",
             "sequence_expert.moe_routing:MoeRoutingView", "moe-routing"),
     )),
@@ -589,7 +590,7 @@ LESSONS: tuple[Lesson, ...] = (
         # lesson 12 figures
         FigureSpec(
             "12.1", "decode_batch", "A decode step against the batch",
-            "The top bars are the roofline times of one decode step: orange is reading "
+            "Up top, one decode step as roofline times: orange is reading "
             "the weights (dark), the KV caches (light) and the activations (grey), blue is "
             "the arithmetic; the step takes the longer row. The middle bar is the GPU's "
             "memory, the lower chart tokens per second against the time per output token "
@@ -612,7 +613,7 @@ LESSONS: tuple[Lesson, ...] = (
             "continuous-batching"),
         FigureSpec(
             "12.3", "kv_blocks", "KV-cache memory: reserved ranges or paged blocks",
-            "Each square is one token slot of the KV-cache pool, and a group of 4 is one "
+            "Each square is one token slot of the KV-cache pool; four of them make a "
             "block. Orange slots hold a token, violet ones are taken but empty (waste), "
             "grey ones are free; a short bar marks where a reserved range starts. The "
             "numbers say which request owns a block; click one to list its block table. "
@@ -625,7 +626,7 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "12.4", "speculative_sampling", "Speculative sampling at one position",
             "One position, two models. The outlined bar is the draft model's q, the "
-            "dashed line the target's p. The stacked bar is what the rule emits: the "
+            "dashed line the target's p. The stacked bar is the output of the rule: the "
             "draft's token kept with probability min(1, p/q) (blue), and after a "
             "rejection a token redrawn from max(0, p − q), normalised (magenta). "
             "<i>Try this:</i> move the draft quality and watch the blue part grow while "
@@ -661,8 +662,8 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md", (
         FigureSpec(
             "13.2", "regime", "Overhead, memory or compute: which fix helps",
-            "One bf16 matmul of size n followed by k elementwise ops on an H100, with "
-            "3.6 µs of CPU time per kernel launch. Above, the step time against n; below, "
+            "One bf16 matmul of size n followed by k elementwise ops on an H100, each "
+            "kernel launch costing the CPU 3.6 µs. Above, the step time against n; below, "
             "what it is made of: violet overhead (the GPU waiting for launches), orange "
             "memory, blue compute. <i>Try this:</i> at n = 256, 3,072 and 16,384 switch on "
             "fuse, CUDA graph and fp8 one at a time and read each speed-up. Fusing helps "

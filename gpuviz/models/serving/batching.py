@@ -12,7 +12,7 @@ per further output token, so a request of n output tokens holds a slot for n ste
 
 Both are built as tasks for the shared scheduler (a prefill and a decode task per request,
 on its slot; a static batch `after` every task of the batch before). Time is in steps;
-one step costs about the same for any batch that fits (figure 12.1), so both are priced
+a step takes roughly as long whatever batch fits (figure 12.1), so both are priced
 at the 12.1 step of a full batch (Llama-3-8B on an H100, 2,048 tokens):
 tokens per second = output tokens / (steps × step time).
 """
