@@ -272,37 +272,49 @@ def error_label() -> QLabel:
     return label
 
 
-class NumberEntry(BoundControl):
-    """Typed entry of a number; text that is not an allowed number is refused inline."""
+class TypedEntry(BoundControl):
+    """A label, a field to type in and, under it, the reason typed text was refused."""
 
-    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
-        super().__init__(model, name, parent)
-        self.edit = QLineEdit()
-        self.edit.setAccessibleName(self.param.label)
-        self.edit.setToolTip(self.toolTip())
+    def _stack(self, title: str, field: QWidget) -> None:
+        field.setAccessibleName(self.param.label)
+        field.setToolTip(self.toolTip())
         self.error = error_label()
-        label = QLabel(f"{self.param.label} ({self.param.unit})" if self.param.unit
-                       else self.param.label)
-        label.setBuddy(self.edit)
-        self.edit.editingFinished.connect(self._on_edit)
+        label = QLabel(title)
+        label.setBuddy(field)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.setSpacing(1)
         layout.addWidget(label)
-        layout.addWidget(self.edit)
+        layout.addWidget(field)
         layout.addWidget(self.error)
-        self.sync()
 
-    def _on_edit(self) -> None:
-        text = self.edit.text().strip().replace(",", "").replace("_", "")
+    def _accept(self, convert: Callable[[str], object], text: str) -> None:
+        """Set the parameter to convert(text), or say inline why the text is refused (the
+        model keeps its value)."""
         try:
-            value = self.param.parse(text)
+            value = convert(text)
         except ValueError as error:
             self.error.setText(f"Not accepted: {error}")
             self.error.show()
             return
         self.error.hide()
         self.model.set(self.name, value)
+
+
+class NumberEntry(TypedEntry):
+    """Typed entry of a number; text that is not an allowed number is refused inline."""
+
+    def __init__(self, model: FigureModel, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(model, name, parent)
+        self.edit = QLineEdit()
+        self._stack(f"{self.param.label} ({self.param.unit})" if self.param.unit
+                    else self.param.label, self.edit)
+        self.edit.editingFinished.connect(self._on_edit)
+        self.sync()
+
+    def _on_edit(self) -> None:
+        text = self.edit.text().strip().replace(",", "").replace("_", "")
+        self._accept(self.param.parse, text)
 
     def sync(self) -> None:
         if not self.edit.hasFocus():
@@ -314,7 +326,7 @@ class NumberEntry(BoundControl):
                     self.edit.setText(text)
 
 
-class ExpressionEntry(BoundControl):
+class ExpressionEntry(TypedEntry):
     """Free text for a parameter with `free_text` (a typed number or expression), with its
     examples in the drop-down list. Text the parameter refuses is refused inline: the
     reason shows under the field and the model keeps its value."""
@@ -324,40 +336,20 @@ class ExpressionEntry(BoundControl):
         self.combo = Combo()
         self.combo.setEditable(True)
         self.combo.setInsertPolicy(QComboBox.NoInsert)
-        self.combo.setAccessibleName(self.param.label)
-        self.combo.setToolTip(self.toolTip())
         for value, label in self.param.choices:
             self.combo.addItem(label, value)
-        self.error = error_label()
-        label = QLabel(self.param.label)
-        label.setBuddy(self.combo)
+        self._stack(self.param.label, self.combo)
         self.combo.lineEdit().editingFinished.connect(self._on_edit)
         self.combo.activated.connect(self._on_pick)
         self.combo.currentIndexChanged.connect(self._on_pick)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 2, 0, 2)
-        layout.setSpacing(1)
-        layout.addWidget(label)
-        layout.addWidget(self.combo)
-        layout.addWidget(self.error)
         self.sync()
 
     def _on_pick(self, index: int) -> None:
         if index >= 0:
-            self._accept(self.combo.itemData(index))
+            self._accept(self.param.coerce, self.combo.itemData(index))
 
     def _on_edit(self) -> None:
-        self._accept(self.combo.lineEdit().text())
-
-    def _accept(self, text: str) -> None:
-        try:
-            value = self.param.coerce(text)
-        except ValueError as error:
-            self.error.setText(f"Not accepted: {error}")
-            self.error.show()
-            return
-        self.error.hide()
-        self.model.set(self.name, value)
+        self._accept(self.param.coerce, self.combo.lineEdit().text())
 
     def sync(self) -> None:
         if self.combo.lineEdit().hasFocus():
