@@ -19,8 +19,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check gpuviz tests benchmarks
 	$(BIN)/lint-imports
 
+# One worker per core (pytest-xdist): the packaging tests stay on one worker, the rest share.
 test: $(STAMP) lint  ## set everything up and run the tests
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n auto --dist loadgroup
 
 bench: $(STAMP)  ## update + repaint latency, frame rate and start-up time
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/latency.py
