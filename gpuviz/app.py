@@ -149,10 +149,12 @@ def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
 
 def apply_settings(model, values: dict[str, Any]) -> None:  # noqa: ANN001
     """The typed parameters in one batch, then an animated figure's typed step (after
-    them: a parameter change may rewind the animation)."""
+    them: a parameter change may rewind the animation). `revealed` goes last among the
+    parameters, since a guess set after it would hide the answer again."""
     parameters = model.parameters()
+    in_order = sorted(values.items(), key=lambda item: item[0] == "revealed")  # stable
     with model.batch():  # not model.batch: a parameter may be named `batch`
-        for name, value in values.items():
+        for name, value in in_order:
             if name in parameters:
                 model.set(name, value)
         if STEP in values and STEP not in parameters:

@@ -148,3 +148,15 @@ def test_a_figure_that_cannot_count_its_steps_presses_next():
     assert model.current_step == UNCOUNTED_STEP_LIMIT
     with pytest.raises(ValueError, match="from 0 to 1,000 .*cannot count"):
         model.parse_step("1001")
+
+
+def test_a_stepped_prediction_keeps_its_place_through_guess_and_reveal():
+    """A stepped predict-first figure (10.1): guessing and Reveal leave the step where it
+    is; a setting the answer depends on hides it again and starts the walk over."""
+    model = catalog.figure("10.1").make_model()
+    model.go_to_step(2)
+    model.set("guess_idle", 40.0)
+    model.set("revealed", True)
+    assert (model.current_step, model.revealed) == (2, True)
+    model.set("ranks", 6)
+    assert (model.current_step, model.revealed) == (0, False)

@@ -169,3 +169,9 @@ def test_the_window_opens_at_the_step_after_the_saved_settings(qapp, monkeypatch
         window.close()
         window.deleteLater()
         state.reset_all()
+
+
+def test_set_revealed_holds_whatever_the_order_of_the_guess():
+    spec = catalog.figure("10.1")
+    model = cli.make_model(spec, {"revealed": True, "guess_idle": 40.0})
+    assert model.revealed and model.guess_idle == 40.0

@@ -642,8 +642,8 @@ class SteppedModel(AnimatedModel):
     """An animation made of whole steps (a block, a tile, a product): Step adds one, Play
     adds one every `step_seconds` of figure time, a huge dt jumps to the end. Subclasses
     give `total_steps` and read `steps_done`; a rewound figure shows `first_step` of them.
-    Changing a parameter other than the speed rewinds (override `parameter_changed` to
-    narrow that)."""
+    Changing a parameter other than the speed (or a predict-first guess or Reveal) rewinds
+    (override `parameter_changed` to narrow that)."""
 
     step_seconds = 1.0
     first_step = 0
@@ -683,8 +683,11 @@ class SteppedModel(AnimatedModel):
         return min(max(self._t / self.step_seconds - self._step, 0.0), 1.0)
 
     def parameter_changed(self, name: str) -> None:
-        if name != "speed":
+        # The speed, and a predict-first figure's guess and Reveal, leave the animation
+        # where it is: the learner guesses, reveals, and watches on.
+        if name not in ("speed", "revealed", getattr(self, "guess_parameter", "")):
             self.reset_state()
+        super().parameter_changed(name)
 
     def reset_state(self) -> None:
         self._place(self.first_step)

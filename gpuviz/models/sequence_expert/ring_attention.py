@@ -118,11 +118,6 @@ class RingAttentionModel(SteppedModel, PredictFirstModel):
     def total_steps(self) -> int:
         return self.ranks
 
-    def parameter_changed(self, name: str) -> None:
-        PredictFirstModel.parameter_changed(self, name)  # a new setting hides the answer
-        if name not in ("revealed", self.guess_parameter):
-            super().parameter_changed(name)  # and starts the pass again
-
     def compute(self) -> RingAttentionOut:
         p = self.ranks
         rounds = score_rounds(p, self.assignment)
