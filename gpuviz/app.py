@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gpuviz import __version__
+from gpuviz import __version__, figure_settings
 from gpuviz.data import DataError
+from gpuviz.figure_settings import STEP, SettingsError, apply_settings, make_model
 
 USAGE_ERROR = 2
 MIN_SIZE, MAX_SIZE = 320, 7680
 THEME_NAMES = ("system", "dark", "light", "projector")
-STEP = "step"  # --set step=N or step=end: where an animated figure opens
 
 
 class UsageError(Exception):
@@ -111,54 +111,11 @@ def resolve_figure(number: str | None):  # noqa: ANN201 - FigureSpec
 
 
 def parse_settings(spec, assignments: list[str]) -> dict[str, Any]:  # noqa: ANN001
-    """Strictly parse NAME=VALUE pairs against the figure's parameters. `step` is an
-    animated figure's position, not a parameter (an animated model cannot have one of
-    that name: AnimatedModel.step() holds it), checked last, against the figure as set."""
-    model = spec.make_model()
-    known = model.parameters()
-    values: dict[str, Any] = {}
-    step_text = None
-    for assignment in assignments:
-        name, sep, text = assignment.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UsageError(f"--set '{assignment}' is not NAME=VALUE")
-        if name == STEP and name not in known:
-            step_text = text
-            continue
-        if name not in known:
-            raise UsageError(f"figure {spec.number} has no parameter '{name}'; "
-                             f"parameters: {', '.join(known)}")
-        try:
-            values[name] = known[name].parse(text.strip())
-        except ValueError as error:
-            raise UsageError(f"--set {name}: {error}") from None
-    if step_text is not None:
-        try:
-            values[STEP] = spec.parse_step(step_text, make_model(spec, values))
-        except ValueError as error:
-            raise UsageError(f"--set {STEP}: {error}") from None
-    return values
-
-
-def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
-    model = spec.make_model()
-    apply_settings(model, values)
-    return model
-
-
-def apply_settings(model, values: dict[str, Any]) -> None:  # noqa: ANN001
-    """The typed parameters in one batch, then an animated figure's typed step (after
-    them: a parameter change may rewind the animation). `revealed` goes last among the
-    parameters, since a guess set after it would hide the answer again."""
-    parameters = model.parameters()
-    in_order = sorted(values.items(), key=lambda item: item[0] == "revealed")  # stable
-    with model.batch():  # not model.batch: a parameter may be named `batch`
-        for name, value in in_order:
-            if name in parameters:
-                model.set(name, value)
-        if STEP in values and STEP not in parameters:
-            model.go_to_step(values[STEP])
+    """--set NAME=VALUE (and step=N or step=end) checked against the figure."""
+    try:
+        return figure_settings.parse_settings(spec, assignments)
+    except SettingsError as error:
+        raise UsageError(f"--set {error}") from None
 
 
 def _json_value(value: Any) -> Any:
