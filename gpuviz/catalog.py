@@ -523,10 +523,11 @@ LESSONS: tuple[Lesson, ...] = (
             "10.5", "moe_routing", "Mixture of experts: routing, capacity and waiting",
             "A seeded batch of 128 tokens, each sent to its best k of 8 experts, 2 experts "
             "per GPU. Every brick is one copy of a token stacked on the expert that gets "
-            "it: blue copies are computed, magenta ones came after the expert was full "
-            "(the dashed capacity line) and are dropped. Below, each GPU's work, violet "
-            "where it waits for the busiest. <i>Try this:</i> raise the router skew and "
-            "watch the first experts overflow; then raise the capacity factor to 2.0 and "
+            "it; once you reveal your guess, the copies that came after their expert was "
+            "full (the dashed capacity line) turn magenta: they are dropped. Below, each "
+            "GPU's work, violet where it waits for the busiest. <i>Try this:</i> set the "
+            "router skew to 1.5, guess how many copies overflow, and reveal; then raise "
+            "the capacity factor to 2.0 and "
             "to \"none\": every copy is kept, yet the busiest GPU still decides how long "
             "the step takes.",
             "sequence_expert.moe_routing:MoeRoutingModel",
@@ -591,8 +592,8 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "12.1", "decode_batch", "A decode step against the batch",
             "Up top, one decode step as roofline times: orange is reading "
-            "the weights (dark), the KV caches (light) and the activations (grey), blue is "
-            "the arithmetic; the step takes the longer row. The middle bar is the GPU's "
+            "the weights (dark) and every sequence's KV cache (light), blue is the "
+            "arithmetic; the step takes the longer row. The middle bar is the GPU's "
             "memory, the lower chart tokens per second against the time per output token "
             "for every batch that fits. <i>Try this:</i> guess how much longer a step of 64 "
             "sequences takes and press Reveal; take the batch to 64, then to 186, where the "

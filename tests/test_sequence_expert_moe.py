@@ -84,12 +84,27 @@ def test_sweep(skew, factor, k, seed):
 def test_the_lesson_example():
     model = MoeRoutingModel()
     r = model.readouts()
-    assert (r["capacity"].value, r["dropped"].text, r["imbalance"].text) == (40, "2.0%", "1.08×")
+    assert (r["capacity"].value, r["dropped"].revealed_text, r["imbalance"].text) == \
+        (40, "2.0%", "1.08×")
     model.set("skew", 1.5)
     assert model.out.per_expert[:2].tolist() == [69, 53]
     shares = {}
     for factor in ("1.25", "2.0", "none"):
         model.set("capacity_factor", factor)
-        shares[factor] = model.readouts()["dropped"].text
+        shares[factor] = model.readouts()["dropped"].revealed_text
     assert shares == {"1.25": "17.2%", "2.0": "2.0%", "none": "0.0%"}
     assert model.out.gpu_load[0] == 122 and model.readouts()["imbalance"].text == "1.91×"
+
+
+def test_the_dropped_share_is_predicted_first():
+    model = MoeRoutingModel()
+    model.set("skew", 1.5)
+    assert model.readouts()["dropped"].hidden
+    model.set("guess_dropped", 20.0)
+    model.set("revealed", True)
+    assert not model.readouts()["dropped"].hidden
+    assert model.answer_text() == ("17.2%: 44 of 256 copies arrive at an expert already "
+                                   "holding 40. Your guess of 20% is spot on.")
+    model.set("capacity_factor", "none")  # a new setting hides the answer again
+    assert not model.revealed
+    assert model.answer_text().startswith("0.0%: with no capacity every expert takes")

@@ -507,6 +507,15 @@ class PredictFirstModel(FigureModel):
             return "spot on"
         return f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low"
 
+    @staticmethod
+    def how_close_in_points(guess: float, answer: float) -> str:
+        """A guessed percentage against the answer, in percentage points (a share can be
+        0, where a factor means nothing): "spot on" within 5 points."""
+        points = guess - answer
+        if abs(points) < 5.0:
+            return "spot on"
+        return f"{abs(points):.0f} points too {'high' if points > 0 else 'low'}"
+
 
 END = "end"  # `step=end`: the last step of an animation, however many it has
 UNCOUNTED_STEP_LIMIT = 1000  # the most presses of Next `go_to_step` makes when uncounted

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, si_readout
+from gpuviz.core.model import Parameter, PredictFirstModel, Readout, si_readout
 from gpuviz.models.alpha_beta import AllToAll, uneven_all_to_all
 
 TOKENS = 128
@@ -100,8 +100,9 @@ def moe_step(skew: float, k: int, factor: float | None, seed: int) -> MoeOut:
                   uneven_all_to_all(copies * D_MODEL * ELEMENT_BYTES))
 
 
-class MoeRoutingModel(FigureModel):
-    """Figure 10.5: top-k routing with a router skew and an expert capacity."""
+class MoeRoutingModel(PredictFirstModel):
+    """Figure 10.5: top-k routing with a router skew and an expert capacity; the learner
+    predicts the share of copies dropped first."""
 
     skew = Parameter(0.0, label="Router skew", minimum=0.0, maximum=3.0, step=0.1,
                      help="How much the router prefers the first experts")
@@ -111,15 +112,34 @@ class MoeRoutingModel(FigureModel):
                       help="Each token goes to its k best experts")
     seed = Parameter(1, label="Seed", minimum=0, maximum=9999, step=1,
                      help="Another batch of tokens")
+    guess_dropped = Parameter(5.0, label="Copies dropped", unit="%", minimum=0.0,
+                              maximum=100.0, step=1.0,
+                              help="What share of the copies do you expect the experts to "
+                                   "turn away at these settings?")
+    guess_parameter = "guess_dropped"
+    hidden_again_by = ("skew", "capacity_factor", "top_k", "seed")
 
     def compute(self) -> MoeOut:
         factor = None if self.capacity_factor == "none" else float(self.capacity_factor)
         return moe_step(self.skew, int(self.top_k), factor, self.seed)
 
+    def answer_text(self) -> str:
+        out = self.out
+        dropped, guess = 100 * out.dropped_share, self.guess_dropped
+        if out.capacity is None:
+            why = "with no capacity every expert takes all its copies"
+        else:
+            over = int(out.kept.size - out.kept.sum())
+            why = (f"{over} of {out.kept.size} copies arrive at an expert already holding "
+                   f"{out.capacity}")
+        return (f"{dropped:.1f}%: {why}. Your guess of {guess:.0f}% is "
+                f"{self.how_close_in_points(guess, dropped)}.")
+
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         return {
-            "dropped": Readout("Copies dropped", 100 * out.dropped_share, "%", decimals=1),
+            "dropped": self.answer(Readout("Copies dropped", 100 * out.dropped_share, "%",
+                                           decimals=1)),
             "imbalance": Readout("Slowest GPU / mean", out.imbalance, "×", digits=3),
             "capacity": (Readout("Capacity per expert", out.capacity, "copies")
                          if out.capacity is not None

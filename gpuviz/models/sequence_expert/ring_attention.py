@@ -26,7 +26,6 @@ from gpuviz.core.model import Parameter, PredictFirstModel, Readout, SteppedMode
 
 CHUNK_TOKENS = 1  # tokens per chunk: one cell each keeps the grid at (2P)² cells
 RANKS_MAX = 8
-GUESS_TOLERANCE = 5.0  # percentage points that count as spot on
 ASSIGNMENTS = (("contiguous", "Contiguous"), ("zigzag", "Zig-zag"))
 
 
@@ -131,12 +130,9 @@ class RingAttentionModel(SteppedModel, PredictFirstModel):
     def answer_text(self) -> str:
         out = self.out
         answer, guess = 100 * out.idle_share(0), self.guess_idle
-        points = guess - answer
-        closeness = ("spot on" if abs(points) < GUESS_TOLERANCE else
-                     f"{abs(points):.0f} points too {'high' if points > 0 else 'low'}")
         return (f"{answer:.1f}%: rank 0 computes {int(out.work[:, 0].sum())} scores in a pass "
                 f"that lasts {out.pass_time} score-times. Your guess of {guess:.0f}% is "
-                f"{closeness}.")
+                f"{self.how_close_in_points(guess, answer)}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

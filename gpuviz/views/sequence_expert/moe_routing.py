@@ -11,6 +11,7 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
 from gpuviz.core.model import si_text
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
+from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.moe_routing import EXPERTS, GPUS, TOKENS, MoeOut
 
 BRICK = 0.7  # a copy's width on the expert axis (it is one copy high, less a gap)
@@ -32,6 +33,8 @@ class MoeRoutingView(FigureView):
     def build(self) -> None:
         for name in ("skew", "capacity_factor", "top_k", "seed"):
             self.controls.add(name)
+        self.predict = PredictReveal(self.model)
+        self.controls.add_widget(self.predict)
 
         self.expert_plot = plot_widget("Expert (E1 and E2 on GPU 0, E3 and E4 on GPU 1, …)",
                                        "Copies of tokens")
@@ -65,7 +68,9 @@ class MoeRoutingView(FigureView):
     def refresh(self) -> None:
         out: MoeOut = self.model.out
         rects, kept = copy_cells(out)
-        self.copies.set_cells(rects, list(np.where(kept, theme.color("compute"),
+        revealed = self.model.revealed  # until then the copies past capacity look kept
+        self.copies.set_cells(rects, list(np.where(kept | (not revealed),
+                                                   theme.color("compute"),
                                                    theme.color("highlight"))))
         pixel = self.expert_plot.getPlotItem().getViewBox().viewPixelSize()
         if out.capacity is None or out.capacity > TOKENS:
@@ -86,10 +91,13 @@ class MoeRoutingView(FigureView):
                              [theme.color("compute")] * GPUS + [theme.color("idle")] * GPUS,
                              texts=[str(int(v)) for v in load] + [""] * GPUS)
 
+        self.predict.sync()
         r = self.model.readouts()
+        dropped = (f"{r['dropped'].text} of the copies dropped" if revealed else
+                   "How many copies does the dashed capacity turn away? Guess, then Reveal")
         self.message.show_message(
-            f"{r['dropped'].text} of the copies dropped; the busiest GPU computes "
+            f"{dropped}; the busiest GPU computes "
             f"{int(busiest)} copies, {r['imbalance'].text} the mean, so the others wait. "
             f"It sends {si_text(out.traffic.sent.max(), 'B')} in the all-to-all "
             f"(the least: {si_text(out.traffic.sent.min(), 'B')}).",
-            warn=out.dropped_share > 0)
+            warn=revealed and out.dropped_share > 0)
