@@ -61,8 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="screenshot size in pixels (default 1280x800)")
     parser.add_argument("--theme", choices=THEME_NAMES, default=None,
                         help="colour theme (default: the saved one, else follow the system)")
+    parser.add_argument("--import", metavar="FILE", dest="imports", type=Path,
+                        action="append", default=[],
+                        help="add a GPU (TOML), a model (Hugging Face config.json) or "
+                             "nccl-tests output for this run (repeatable); alone, print "
+                             "what each file holds as JSON")
     parser.add_argument("--list", action="store_true",
                         help="print the lessons and figures and exit")
+    parser.add_argument("--questions", metavar="L",
+                        help="print lesson L's worked questions with the answers the "
+                             "figures compute, as JSON, and exit")
     lecture = parser.add_argument_group("lecture mode")
     lecture.add_argument("--present", action="store_true",
                          help="start in lecture mode: projector theme, full screen, "
@@ -150,6 +158,21 @@ def list_text() -> str:
     return "\n".join(lines)
 
 
+def questions_json(lesson: str) -> list[dict[str, Any]]:
+    """--questions L: the lesson's questions, each answered by its figure's model."""
+    from gpuviz import questions
+
+    try:
+        number = int(lesson)
+    except ValueError:
+        raise UsageError(f"--questions '{lesson}' is not a lesson number; lessons: "
+                         f"{', '.join(map(str, questions.lesson_numbers()))}") from None
+    try:
+        return questions.questions_json(number)
+    except questions.QuestionError as error:
+        raise UsageError(f"--questions: {error}") from None
+
+
 def render_screenshot(spec, model, path: Path, size: tuple[int, int],  # noqa: ANN001
                       theme_name: str) -> None:
     """Render one figure offscreen (no window appears) and save it as PNG."""
@@ -214,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.list:
             print(list_text())
+            return 0
+        if args.questions is not None:
+            print(json.dumps(questions_json(args.questions), indent=2, ensure_ascii=False))
             return 0
         if args.reset_settings:
             from gpuviz import state

@@ -1,0 +1,117 @@
+"""Worked questions: the files, the answers the models compute, checking a typed answer,
+and `gpuviz --questions L`."""
+
+import json
+
+import pytest
+
+from gpuviz import app as cli
+from gpuviz import catalog, questions
+from gpuviz.figure_settings import make_model, parse_settings
+
+LESSONS = questions.lesson_numbers()
+
+
+@pytest.fixture(scope="module")
+def every_answer():
+    return {n: questions.answered(n) for n in LESSONS}
+
+
+def test_every_lesson_has_three_to_five_questions_with_unique_keys(every_answer):
+    assert len(every_answer) == 13
+    for n, answered in every_answer.items():
+        assert 3 <= len(answered) <= 5, f"lesson {n}"
+        for a in answered:
+            assert catalog.lesson_of(catalog.figure(a.question.figure)).number == n
+    keys = [a.question.key for answers in every_answer.values() for a in answers]
+    assert len(set(keys)) == len(keys)
+
+
+def test_every_answer_is_in_its_figures_readout_at_its_settings(every_answer):
+    """What --readout prints at the question's settings holds the answer (built headless,
+    as --readout does), and the working shows that readout's text, no unfilled field."""
+    for answered in every_answer.values():
+        for a in answered:
+            q = a.question
+            spec = catalog.figure(q.figure)
+            entry = cli.readout_json(spec, make_model(spec, parse_settings(
+                spec, list(q.settings))))["readouts"][q.readout]
+            value = questions.convert(entry["value"], entry["unit"] or q.unit, q.unit)
+            assert value == pytest.approx(a.value, rel=1e-12), q.key
+            assert entry["text"] in a.working, q.key
+            assert "{" not in a.working, q.key
+
+
+def answer(text, **changes):
+    q = questions.Question(1, "t", "1.3", (), "", "occupancy", "ms", None, None, "", "t.toml")
+    fields = {"relative": 0.02} | changes
+    import dataclasses
+
+    return questions.Answered(dataclasses.replace(q, **fields), 4.56, "").check(text)
+
+
+@pytest.mark.parametrize("typed", ["4.56 ms", "4.6ms", "4.5", "4560 µs", "4560us",
+                                   "0.00456 s", "4,560 µs"])
+def test_an_answer_within_tolerance_in_any_multiple_of_the_unit_is_right(typed):
+    assert answer(typed).right
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("4.9 ms", "not within 2%"), ("4.56 GB", "'GB' is not a unit of this answer"),
+    ("about four", "does not start with a number"), ("", "does not start with a number")])
+def test_a_wrong_answer_says_why(typed, words):
+    verdict = answer(typed)
+    assert not verdict.right and words in verdict.message
+
+
+def test_an_absolute_tolerance_is_in_the_questions_unit():
+    assert answer("4.9 ms", relative=None, absolute=0.5).right
+    assert not answer("5.1 ms", relative=None, absolute=0.5).right
+
+
+def test_units_convert_between_prefixes_counts_and_percent_words():
+    assert questions.convert(46.2, "% of time", "%") == 46.2
+    assert questions.convert(1, "GB", "MB") == 1000
+    assert questions.convert(186, "sequence", "sequences") == 186
+    assert questions.parse_quantity("\u22122.5×") == (-2.5, "×")
+    with pytest.raises(questions.QuestionError):
+        questions.convert(1, "GB", "ms")
+
+
+def test_a_broken_file_names_the_file_the_question_and_the_field(tmp_path, monkeypatch):
+    lesson = catalog.LESSONS[0]
+    path = tmp_path / questions.questions_path(lesson).name
+    monkeypatch.setattr(questions, "questions_path", lambda _lesson: path)
+    path.write_text('[[question]]\nid = "a"\nfigure = "1.3"\n', encoding="utf-8")
+    with pytest.raises(questions.QuestionError, match=r"01-gpu.*question 1: field 'settings'"):
+        questions.load_questions(1)
+    path.write_text('[[question]\n', encoding="utf-8")
+    with pytest.raises(questions.QuestionError, match="cannot be read as TOML"):
+        questions.load_questions(1)
+    good = ('[[question]]\nid = "a"\nfigure = "1.3"\nsettings = ["threads_per_block=5"]\n'
+            'ask = ""\nreadout = "occupancy"\nunit = "%"\nrelative = 0.1\nworking = ""\n')
+    path.write_text(good, encoding="utf-8")
+    with pytest.raises(questions.QuestionError, match="question 'a': settings: "
+                                                      "threads_per_block: 5 is out of range"):
+        questions.answered(1)
+    path.write_text(good.replace("threads_per_block=5", "gpu=a100_sxm").replace(
+        'unit = "%"', 'unit = "ms"'), encoding="utf-8")
+    with pytest.raises(questions.QuestionError, match="unit 'ms' is not a multiple"):
+        questions.answered(1)
+
+
+def test_questions_option_prints_the_computed_answers(capsys):
+    assert cli.main(["--questions", "12"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [q["id"] for q in printed] == [a.question.id for a in questions.answered(12)]
+    first = printed[0]
+    assert first["figure"] == "12.1" and first["unit"] == "sequences"
+    assert set(first) >= {"id", "figure", "settings", "answer", "unit", "tolerance"}
+
+
+@pytest.mark.parametrize("lesson, words", [("14", "there is no lesson 14"),
+                                           ("x", "'x' is not a lesson number")])
+def test_questions_option_refuses_a_lesson_that_is_not_there(capsys, lesson, words):
+    assert cli.main(["--questions", lesson]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
