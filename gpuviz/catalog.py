@@ -492,8 +492,8 @@ LESSONS: tuple[Lesson, ...] = (
             "much. Blue is split by heads or columns, violet a full copy on every GPU, "
             "magenta split by tokens; the aqua boxes are the collectives of the forward "
             "pass. <i>Try this:</i> switch from TP to TP + SP: every violet box turns "
-            "magenta and shrinks t-fold, each all-reduce becomes a reduce-scatter and an "
-            "all-gather, and the bytes sent stay the same.",
+            "magenta and shrinks t-fold, and each all-reduce becomes a reduce-scatter and "
+            "an all-gather: guess what that does to the bytes sent, then Reveal.",
             "sequence_expert.sequence_parallel:SequenceParallelModel",
             "sequence_expert.sequence_parallel:SequenceParallelView", "megatron-sp"),
         FigureSpec(

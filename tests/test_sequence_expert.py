@@ -221,3 +221,14 @@ def test_overlap_sweep(block, link, heads, attention, causal):
     model.readouts()
     model.set("revealed", True)
     assert model.answer_text()
+
+
+def test_what_sp_sends_is_predicted_first():
+    model = parallel(mode="sp")
+    assert model.readouts()["sent_vs_tp"].hidden and model.readouts()["sent"].hidden
+    model.set("revealed", True)
+    r = model.readouts()
+    assert r["sent_vs_tp"].value == pytest.approx(1.0) and r["sent_vs_tp"].text == "1.00×"
+    assert model.answer_text() == (
+        "1.00×: a reduce-scatter and an all-gather together move the bytes of the all-reduce "
+        "they replace, 235 MB per layer either way. Your guess of 2× is 2.0× too high.")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, si_readout
+from gpuviz.core.model import Parameter, PredictFirstModel, Readout, si_readout, si_text
 from gpuviz.data.models import model, model_choices
 from gpuviz.models.alpha_beta import collective_cost
 
@@ -95,12 +95,14 @@ class SequenceParallelOut:
     activation_tp: float  # the same layer under TP alone
     activation_unsplit: float  # on one GPU
     sent: float  # bytes GPU 0 sends in the layer's forward collectives
+    sent_tp: float  # the same under TP alone
     message: float  # bytes of the layer's output, 2 s b h
 
 
-class SequenceParallelModel(FigureModel):
+class SequenceParallelModel(PredictFirstModel):
     """Figure 10.2: what GPU 0 stores of one layer's activations and what it sends, under
-    TP and under TP + SP (see the module docstring)."""
+    TP and under TP + SP (see the module docstring); the learner predicts what SP does to
+    the bytes sent first."""
 
     mode = Parameter("tp", label="Parallelism", choices=list(MODES),
                      help="TP + SP splits the LayerNorm and dropout activations by tokens")
@@ -112,6 +114,11 @@ class SequenceParallelModel(FigureModel):
                     log=True, help="Tokens of one sequence; the score-sized pieces grow as s²")
     micro_batch = Parameter(1, label="Micro-batch b", unit="sequences", minimum=1, maximum=16,
                       step=1, help="Sequences per micro-batch")
+    guess_sent = Parameter(2.0, label="TP + SP sends", unit="× TP alone", minimum=0.25,
+                           maximum=4.0, step=0.25,
+                           help="Four collectives replace two all-reduces: how many times "
+                                "the bytes of TP alone do you expect GPU 0 to send?")
+    guess_parameter = "guess_sent"
 
     def compute(self) -> SequenceParallelOut:
         cfg = model(self.preset)
@@ -123,10 +130,17 @@ class SequenceParallelModel(FigureModel):
                       for op in OPS)
         replicated = sum(b for op, b in zip(OPS, stored, strict=True) if op.split == "full")
         message = VALUE_BYTES * self.seq * self.micro_batch * cfg.hidden
-        collectives = COLLECTIVES[mode]
-        sent = sum(sent_bytes(name, t, message) for _, name in collectives)
-        return SequenceParallelOut(stored, kinds, collectives, sum(stored), replicated,
-                                   sum(tp_only), sum(full), sent, message)
+        sent = {m: sum(sent_bytes(name, t, message) for _, name in COLLECTIVES[m])
+                for m in COLLECTIVES}
+        return SequenceParallelOut(stored, kinds, COLLECTIVES[mode], sum(stored), replicated,
+                                   sum(tp_only), sum(full), sent[mode], sent["tp"], message)
+
+    def answer_text(self) -> str:
+        out, guess = self.out, self.guess_sent
+        ratio = out.sent / out.sent_tp
+        return (f"{ratio:.2f}×: a reduce-scatter and an all-gather together move the bytes "
+                f"of the all-reduce they replace, {si_text(out.sent_tp, 'B')} per layer "
+                f"either way. Your guess of {guess:g}× is {self.how_close(guess, ratio)}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
@@ -136,6 +150,8 @@ class SequenceParallelModel(FigureModel):
                                      out.replicated_parts, "B"),
             "saving": Readout("Against TP alone", out.activation_tp / out.activation, "×"),
             "unsplit": si_readout("The layer on one GPU", out.activation_unsplit, "B"),
-            "sent": si_readout("Sent by GPU 0 (forward)", out.sent, "B"),
+            "sent": self.answer(si_readout("Sent by GPU 0 (forward)", out.sent, "B")),
+            "sent_vs_tp": self.answer(Readout("Sent, against TP alone",
+                                              out.sent / out.sent_tp, "×", digits=3)),
             "collectives": Readout("Collectives (forward)", len(out.collectives)),
         }

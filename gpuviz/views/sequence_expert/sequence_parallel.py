@@ -10,6 +10,7 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value, si_text
 from gpuviz.core.plots import CellGrid, Legend, diagram_widget
 from gpuviz.core.text import TextLayer
+from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.sequence_parallel import (
     OPS,
     SHORT_NAMES,
@@ -26,6 +27,8 @@ class SequenceParallelView(FigureView):
     def build(self) -> None:
         for name in ("mode", "tp", "preset", "seq", "micro_batch"):
             self.controls.add(name)
+        self.predict = PredictReveal(self.model)
+        self.controls.add_widget(self.predict)
         canvas, self.box = diagram_widget()
         self.cells = CellGrid(font_size=9)
         self.box.addItem(self.cells)
@@ -51,6 +54,7 @@ class SequenceParallelView(FigureView):
             self._draw(out)
         for label, stored in zip(self.byte_labels, out.stored, strict=True):
             label.setText(si_text(stored, "B"))
+        self.predict.sync()
         self.message.show_message(self._describe(out))
 
     def _draw(self, out: SequenceParallelOut) -> None:
@@ -72,13 +76,17 @@ class SequenceParallelView(FigureView):
         self.cells.set_cells(np.array(rects), fills, texts=texts)
 
     def _describe(self, out: SequenceParallelOut) -> str:
-        t = int(self.model.tp)
+        t, revealed = int(self.model.tp), self.model.revealed
         sent = si_text(out.sent, "B")
         if self.model.mode == "tp":
+            sending = (f"Two all-reduces send {sent}." if revealed else
+                       "Two all-reduces join the halves of the work.")
             return (f"TP alone: the LayerNorm, dropout and first-matmul inputs (violet) sit "
                     f"whole on all {t} GPUs, {si_text(out.replicated_parts, 'B')} of GPU 0's "
-                    f"{si_text(out.activation, 'B')}. Two all-reduces send {sent}.")
+                    f"{si_text(out.activation, 'B')}. {sending}")
+        sending = (f"four collectives (RS and AG) still send {sent}, as the two all-reduces "
+                   "did." if revealed else "four collectives (RS and AG) replace the two "
+                   "all-reduces: do they send more? Guess, then Reveal.")
         return (f"TP + SP: every activation is split {t} ways, "
                 f"{format_value(out.activation_tp / out.activation, '×')} less than TP "
-                f"alone; four collectives (RS and AG) still send {sent}, as the two "
-                f"all-reduces did.")
+                f"alone; {sending}")
