@@ -53,6 +53,8 @@ from PySide6.QtWidgets import (
 from gpuviz import __version__, catalog, export, state, theme
 from gpuviz.clock import AppClock
 from gpuviz.core.trace import has_trace
+from gpuviz.data import DataError
+from gpuviz.imports.nccl_tests import read_nccl_tests
 from gpuviz.lessons import load_lesson_text
 from gpuviz.playlist import (
     PLAYLIST_SUFFIX,
@@ -63,6 +65,7 @@ from gpuviz.playlist import (
 )
 
 FIGURE_ROLE = Qt.UserRole
+MEASUREMENTS_KEY = "measurements/folder"  # where File > Open measurements last looked
 # Built figure pages kept at once (the current one among them); a page costs several MB,
 # and a kiosk visits every figure all day.
 MAX_PAGES = 4
@@ -331,6 +334,9 @@ class MainWindow(QMainWindow):
         self.clock.follow(self.models[number])
         if "export_trace" in self.actions:  # only a figure with a timeline has a trace
             self.actions["export_trace"].setEnabled(has_trace(self.models[number]))
+        if "open_measurements" in self.actions:  # only 7.3 and 7.4 draw nccl-tests output
+            self.actions["open_measurements"].setEnabled(
+                hasattr(self.models[number], "load_measurements"))
         spec = catalog.figure(number)
         self.setWindowTitle(f"gpuviz — {spec.number} {spec.title}")
         for item in self._items():
@@ -580,6 +586,8 @@ class MainWindow(QMainWindow):
         add("export_data", "Export &data (CSV)…", lambda: self.export_data())
         add("export_trace", "Export &trace (Perfetto, chrome://tracing)…",
             lambda: self.export_trace())
+        add("open_measurements", "Open &measurements (nccl-tests)…",
+            lambda: self.open_measurements())
         add("open_playlist", "&Open playlist…", lambda: self.open_playlist())
         add("save_playlist", "&Save playlist…", lambda: self.save_playlist())
         add("clear_playlist", "C&lear playlist", lambda: self.set_playlist([]))
@@ -592,6 +600,7 @@ class MainWindow(QMainWindow):
         file_menu = self.menus["file"] = bar.addMenu("&File")
         for key in ("export", "copy", "copy_readouts", "export_data", "export_trace"):
             file_menu.addAction(a[key])
+        file_menu.addAction(a["open_measurements"])
         file_menu.addSeparator()
         for key in ("open_playlist", "save_playlist", "clear_playlist"):
             file_menu.addAction(a[key])
@@ -741,6 +750,25 @@ class MainWindow(QMainWindow):
     def _folder(self, key: str) -> str:
         folder = str(settings().value(key, "") or "")
         return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def open_measurements(self, path: Path | str | None = None) -> bool:
+        """nccl-tests output over the figure's model (7.3, 7.4); a bad file: one line."""
+        if not self.offers("open_measurements"):
+            return False
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Open measurements (nccl-tests output)", self._folder(MEASUREMENTS_KEY),
+                "nccl-tests output (*.txt *.log *.out);;All files (*)")
+            if not path:
+                return False
+        try:
+            table = read_nccl_tests(path)
+        except DataError as error:
+            self.notify("Measurements not opened", f"{error}. Nothing was changed.")
+            return False
+        settings().setValue(MEASUREMENTS_KEY, str(Path(path).parent))
+        self.models[self.current].load_measurements(table)
+        return True
 
     def open_playlist(self, path: Path | str | None = None) -> bool:
         if not self.offers("open_playlist"):

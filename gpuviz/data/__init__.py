@@ -1,7 +1,9 @@
 """Loading and validating the shipped data (resources/hardware, resources/models)."""
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 
 class DataError(Exception):
@@ -34,3 +36,49 @@ def read_header(path: Path, data: dict) -> tuple[str, str, int]:
     if isinstance(order, bool) or not isinstance(order, int):
         raise DataError(path, "order", "must be a whole number")
     return data["name"], data["short_name"], order
+
+
+YOURS = " (yours)"  # how a selector marks what the user added
+T = TypeVar("T")
+
+
+class UserEntries(Generic[T]):
+    """The GPUs or models the user added for this run, listed after the shipped ones.
+
+    `shipped` returns the shipped entries; `all()` is both, cached until the next add or
+    remove (figures look entries up on every refresh)."""
+
+    def __init__(self, shipped: Callable[[], dict[str, T]]) -> None:
+        self._shipped = shipped
+        self._user: dict[str, T] = {}
+        self._all: dict[str, T] | None = None
+
+    def all(self) -> dict[str, T]:
+        if self._all is None:
+            self._all = {**self._shipped(), **self._user}
+        return self._all
+
+    def user(self) -> dict[str, T]:
+        return dict(self._user)
+
+    def is_shipped(self, key: str) -> bool:
+        return key in self._shipped()
+
+    def add(self, key: str, entry: T) -> None:
+        """Add or replace the user's entry `key` (never a shipped one: KeyError)."""
+        if self.is_shipped(key):
+            raise KeyError(key)
+        self._user[key] = entry
+        self._all = None
+
+    def remove(self, key: str) -> None:
+        self._user.pop(key, None)
+        self._all = None
+
+    def clear(self) -> None:
+        self._user.clear()
+        self._all = None
+
+    def label(self, key: str, name: str) -> str:
+        """A selector's label: the name, marked when the entry is the user's."""
+        return name + YOURS if key in self._user else name

@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuviz.data import DataError, read_header, read_toml
+from gpuviz.data import DataError, UserEntries, read_header, read_toml
 from gpuviz.paths import resource
 
 DEFAULT_GPU = "h100_sxm"
@@ -126,9 +126,18 @@ def _load(directory: Path) -> tuple[dict[str, GPU], tuple[DataError, ...]]:
 
 
 def load_gpus(directory: Path | None = None) -> dict[str, GPU]:
-    """The GPUs whose files are valid, in display order. A broken file is left out (see
-    `load_problems`); a broken or missing default GPU raises DataError."""
-    return _load(directory or hardware_dir())[0]
+    """The GPUs whose files are valid, in display order, then the user's (`USER_GPUS`) when
+    no directory is given. A broken file is left out (see `load_problems`); a broken or
+    missing default GPU raises DataError."""
+    return _load(directory)[0] if directory else USER_GPUS.all()
+
+
+def shipped_gpus() -> dict[str, GPU]:
+    return _load(hardware_dir())[0]
+
+
+# The GPUs the user added (gpuviz.imports fills it); every selector lists them too.
+USER_GPUS: UserEntries[GPU] = UserEntries(shipped_gpus)
 
 
 def load_problems(directory: Path | None = None) -> tuple[DataError, ...]:
@@ -141,6 +150,6 @@ def gpu(key: str) -> GPU:
 
 
 def gpu_choices() -> list[tuple[str, str]]:
-    return [(key, g.name) for key, g in load_gpus().items()]
+    return [(key, USER_GPUS.label(key, g.name)) for key, g in load_gpus().items()]
 
 

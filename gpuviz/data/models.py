@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuviz.data import DataError, read_header, read_toml
+from gpuviz.data import DataError, UserEntries, read_header, read_toml
 from gpuviz.paths import resource
 
 POSITIONS = ("learned", "rope")
@@ -36,6 +36,9 @@ class ModelConfig:
 
     context: the longest sequence the model was trained for (tokens); with learned
     positions it is also the number of position embeddings.
+    A mixture of experts routes each token through `experts_per_token` of `experts` MLPs
+    (plus a shared one when `shared_expert_intermediate` is set); the per-token costs of
+    gpuviz.models.transformer follow those active experts.
     published_params: the count its authors report; published_rounded_to: the unit it was
     printed in (0 when exact).
     """
@@ -56,6 +59,11 @@ class ModelConfig:
     norm: str  # "layernorm" or "rmsnorm"
     mlp: str  # "gelu" (2 matrices) or "swiglu" (3 matrices)
     bias: bool
+    # Shapes the shipped presets do not use, for imported models (gpuviz.imports):
+    qkv_bias: bool = False  # biases on the Q, K and V projections only (Qwen2)
+    experts: int = 1  # MLP experts per layer (mixture of experts), each `intermediate` wide
+    experts_per_token: int = 1  # experts each token runs through
+    shared_expert_intermediate: int = 0  # an always-on shared expert's width (Qwen-MoE)
     published_params: float = 0.0
     published_rounded_to: float = 0.0
     order: int = 99
@@ -134,10 +142,18 @@ def models_dir() -> Path:
     return resource("models")
 
 
-@functools.cache
 def load_models(directory: Path | None = None) -> dict[str, ModelConfig]:
-    """All model presets, in display order. Raises DataError for the first bad file."""
-    directory = directory or models_dir()
+    """All model presets, in display order, then the user's (`USER_MODELS`) when no
+    directory is given. Raises DataError for the first bad file."""
+    return _load(directory) if directory else USER_MODELS.all()
+
+
+def shipped_models() -> dict[str, ModelConfig]:
+    return _load(models_dir())
+
+
+@functools.cache
+def _load(directory: Path) -> dict[str, ModelConfig]:
     paths = sorted(directory.glob("*.toml"))
     if not paths:
         raise DataError(directory, "", "holds no model files (*.toml)")
@@ -150,7 +166,9 @@ def model(key: str) -> ModelConfig:
 
 
 def model_choices() -> list[tuple[str, str]]:
-    return [(key, m.name) for key, m in load_models().items()]
+    return [(key, USER_MODELS.label(key, m.name)) for key, m in load_models().items()]
 
 
+# The models the user added (gpuviz.imports fills it); every selector lists them too.
+USER_MODELS: UserEntries[ModelConfig] = UserEntries(shipped_models)
 DEFAULT_MODEL = "llama2_7b"

@@ -46,6 +46,8 @@ API for the other lessons (all pure, numbers in seconds and bytes):
 - `collective_cost(collective, algorithm, p, chunks)` for the six collectives.
 - `crossover(a, b, alpha, beta)` -> n where Cost a and b take the same time (or None).
 - `bus_bandwidth(collective, p, n, t)`, `algorithm_bandwidth(n, t)`, `BUS_FACTOR`.
+- `fit_alpha_beta(collective, p, sizes, times)` -> `AlphaBetaFit`: the ring's alpha and
+  beta that fit measured times best (nccl-tests output, `gpuviz.imports.nccl_tests`).
 - `hierarchical_allreduce(n, nodes, gpus_per_node, intra, inter)` -> phases and total;
   `flat_ring_allreduce(n, nodes, gpus_per_node, intra, inter)`;
   `network_lower_bound(n, nodes, gpus_per_node, inter)`.
@@ -212,6 +214,42 @@ def algorithm_bandwidth(n: float, t: float) -> float:
 def bus_bandwidth(collective: str, p: int, n: float, t: float) -> float:
     """busbw = algbw * the nccl-tests factor of the collective (B/s)."""
     return algorithm_bandwidth(n, t) * BUS_FACTOR[collective](p)
+
+
+# --- alpha and beta fitted to measured times -------------------------------------------
+@dataclass(frozen=True)
+class AlphaBetaFit:
+    """The ring's alpha (s) and beta (s/B) that fit measured times best, and how well."""
+
+    cost: Cost
+    alpha: float
+    beta: float
+    worst_error: float  # the largest |model - measured| / measured over the sizes
+
+    def time(self, n: float | np.ndarray) -> float | np.ndarray:
+        return self.cost.time(n, self.alpha, self.beta)
+
+
+def fit_alpha_beta(collective: str, p: int, sizes: np.ndarray, times: np.ndarray
+                   ) -> AlphaBetaFit:
+    """alpha and beta of `collective`'s ring on P ranks (`collective_cost`) that fit the
+    measured times (s) of messages of `sizes` (B) best: least squares on
+    time = steps alpha + volume n beta, each row divided by its time, so that every size
+    counts alike (the times span several decades; unweighted, the largest messages
+    alone would set alpha). Neither may be negative: when the best fit makes one so, it
+    is 0 and the other is fitted alone (beta 0: no size long enough to measure it)."""
+    cost = collective_cost(collective, "ring", p)
+    sizes, times = np.asarray(sizes, dtype=float), np.asarray(times, dtype=float)
+    columns = np.column_stack([np.full_like(sizes, cost.steps), cost.volume * sizes])
+    weighted = columns / times[:, None]
+    ones = np.ones_like(times)
+    alpha, beta = np.linalg.lstsq(weighted, ones, rcond=None)[0]
+    if alpha < 0 or beta < 0:
+        keep = 1 if alpha < 0 else 0
+        alone = np.linalg.lstsq(weighted[:, keep:keep + 1], ones, rcond=None)[0][0]
+        alpha, beta = (0.0, alone) if keep else (alone, 0.0)
+    worst = float(np.max(np.abs(cost.time(sizes, alpha, beta) - times) / times))
+    return AlphaBetaFit(cost, float(alpha), float(beta), worst)
 
 
 # --- hierarchical vs flat across nodes --------------------------------------------------

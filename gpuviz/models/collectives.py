@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from gpuviz.core.trace import Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.models import alpha_beta as ab
 from gpuviz.models import collective_sim as cs
+
+if TYPE_CHECKING:
+    from gpuviz.imports.nccl_tests import NcclMeasurements
 
 DATA_SEED = 7  # the numbers the figures' simulations run on
 ALGORITHM_CHOICES = [(a, cs.ALGORITHM_NAMES[a]) for a in
@@ -263,6 +267,86 @@ class RingAllReduceModel(SteppedModel):
 # ---------------------------------------------------------------------------------------
 # Figure 7.3: time against message size
 # ---------------------------------------------------------------------------------------
+# Measurements of one's own on 7.3 and 7.4 (File > Open measurements)
+# ---------------------------------------------------------------------------------------
+MEASURED_POINTS = 64  # dots at most; nccl-tests' usual sweep (8 B to 16 GB by 2) has 32
+
+
+@dataclass(frozen=True, eq=False)  # one per file opened: equal only to itself
+class Measured:
+    """An nccl-tests table on a figure and the ring's alpha and beta fitted to its times.
+
+    Bus bandwidth puts the collectives on one scale: the ring's busbw is
+    n F / (s alpha + v n beta) with F = v and s / v = P for all-reduce, all-gather,
+    reduce-scatter and all-to-all (even P) alike, so a measured time t of collective c
+    reads as the all-reduce time t F_all-reduce / F_c at the same bus bandwidth (for an
+    all-reduce, t itself)."""
+
+    table: NcclMeasurements
+    fit: ab.AlphaBetaFit
+    shown: np.ndarray  # indices of the rows drawn as dots
+
+    @classmethod
+    def of(cls, table: NcclMeasurements) -> Measured:
+        fit = ab.fit_alpha_beta(table.collective, table.ranks, table.sizes, table.times)
+        rows = len(table.sizes)
+        shown = np.unique(np.linspace(0, rows - 1, min(rows, MEASURED_POINTS)).round()
+                          .astype(int))
+        return cls(table, fit, shown)
+
+    @property
+    def allreduce_times(self) -> np.ndarray:
+        """The times of the dots drawn (s), as all-reduce times at the measured busbw."""
+        t = self.table
+        factor = ab.BUS_FACTOR["all_reduce"](t.ranks) / ab.BUS_FACTOR[t.collective](t.ranks)
+        return t.times[self.shown] * factor
+
+    def busbw_at(self, n: float) -> float | None:
+        """The measured bus bandwidth (B/s) at n bytes, between the two sizes around it
+        (log-linear); None outside the sizes measured."""
+        sizes = self.table.sizes
+        if not sizes[0] <= n <= sizes[-1]:
+            return None
+        return float(np.interp(np.log(n), np.log(sizes), self.table.busbw))
+
+
+class MeasuredFigure:
+    """What File > Open measurements adds to a FigureModel: the table (state, not a
+    parameter: not saved, Reset keeps it, `clear_measurements` drops it), the fit's
+    readouts and `apply_fit`, which sets the figure's matching parameters."""
+
+    measured: Measured | None = None
+
+    def load_measurements(self, table: NcclMeasurements) -> None:
+        self.measured = Measured.of(table)
+        self._notify()
+
+    def clear_measurements(self) -> None:
+        if self.measured is not None:
+            self.measured = None
+            self._notify()
+
+    def apply_fit(self) -> None:
+        if self.measured is not None:
+            self._apply_fit(self.measured)
+
+    def _apply_fit(self, measured: Measured) -> None:
+        raise NotImplementedError
+
+    def measured_readouts(self) -> dict[str, Readout]:
+        if self.measured is None:
+            return {}
+        fit = self.measured.fit
+        return {
+            "fit_alpha": time_readout("Fitted α", fit.alpha),
+            "fit_bandwidth": (Readout("Fitted 1/β", 1 / fit.beta / ab.GB, "GB/s")
+                              if fit.beta > 0 else
+                              Readout("Fitted 1/β", shown="not measured (sizes too small)")),
+            "fit_error": Readout("Fit's worst error", 100 * fit.worst_error, "%", digits=2),
+        }
+
+
+# ---------------------------------------------------------------------------------------
 SIZE_MIN, SIZE_MAX = 1.0, 1e10  # bytes on the plot
 CURVE_POINTS = 241
 PREDICTED = ("recursive_doubling", "rabenseifner")  # the crossover of the predict-and-reveal
@@ -300,7 +384,7 @@ def _link_numbers(preset: str, gpu_key: str) -> tuple[float, float]:
     return g["links.nic_latency_us"], g["links.nic_gbs"]
 
 
-class AlphaBetaModel(PredictFirstModel):
+class AlphaBetaModel(MeasuredFigure, PredictFirstModel):
     """Figure 7.3: all-reduce time against message size n (log-log) for the ring,
     recursive doubling and Rabenseifner, from `alpha_beta` (MPICH's extra steps when P
     is not a power of two). Crossover of a and b: n* = (s_b - s_a) alpha / ((v_a - v_b)
@@ -325,6 +409,15 @@ class AlphaBetaModel(PredictFirstModel):
                             maximum=SIZE_MAX, log=True,
                             help="Where Rabenseifner overtakes recursive doubling")
     guess_parameter = "guess_bytes"
+
+    def _apply_fit(self, measured: Measured) -> None:
+        """P, alpha and bandwidth of the measurement's fit (clamped to the sliders)."""
+        fit = measured.fit
+        with self.batch():
+            self.set("gpus", measured.table.ranks)
+            self.set("alpha_us", fit.alpha / ab.US)
+            if fit.beta > 0:
+                self.set("bandwidth_gbs", 1 / fit.beta / ab.GB)
 
     def parameter_changed(self, name: str) -> None:
         super().parameter_changed(name)
@@ -393,7 +486,7 @@ class AlphaBetaModel(PredictFirstModel):
         rows["ring_rab"] = (si_readout("Ring/Rabenseifner n*", ring_rab, "B")
                             if ring_rab is not None else
                             Readout("Ring/Rabenseifner n*", shown="never (ring never wins)"))
-        return rows
+        return rows | self.measured_readouts()
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,7 +527,7 @@ def multi_node_busbw(n: float, node_counts: np.ndarray, g: int, intra: ab.Link,
     return np.array(hier), np.array(flat)
 
 
-class MultiNodeModel(FigureModel):
+class MultiNodeModel(MeasuredFigure, FigureModel):
     """Figure 7.4: all-reduce of n bytes on N nodes of G GPUs, one NIC per GPU. Flat
     ring: 2(P-1) steps of (alpha_net + n/P beta_net). Hierarchical: intra-node ring
     reduce-scatter, G parallel inter-node ring all-reduces of n/G, intra-node ring
@@ -453,6 +546,13 @@ class MultiNodeModel(FigureModel):
                         help="Off: bandwidth terms only, as in the lower bound")
     gpu = Parameter(DEFAULT_GPU, label="GPU", choices=gpu_choices,
                     help="NVLink and NIC numbers come from this GPU's data")
+
+    def _apply_fit(self, measured: Measured) -> None:
+        """The measurement's layout: its servers and GPUs per server (clamped)."""
+        table = measured.table
+        with self.batch():
+            self.set("nodes", table.nodes)
+            self.set("gpus_per_node", table.ranks // table.nodes)
 
     def compute(self) -> MultiNodeOut:
         n, k, g = self.message_bytes, self.nodes, self.gpus_per_node
@@ -502,7 +602,12 @@ class MultiNodeModel(FigureModel):
         rows["other"] = Readout(
             "Flat ring bus bw" if self.scheme == "hierarchical" else "Hierarchical bus bw",
             other.bus_bandwidth(out.n, out.ranks) / ab.GB if out.ranks > 1 else 0.0, "GB/s")
-        return rows
+        if self.measured is not None:
+            busbw = self.measured.busbw_at(out.n)
+            rows["measured_busbw"] = (
+                Readout("Measured bus bw at n", busbw / ab.GB, "GB/s") if busbw is not None
+                else Readout("Measured bus bw at n", shown="not measured at this n"))
+        return rows | self.measured_readouts()
 
 
 @functools.lru_cache(maxsize=32)

@@ -42,8 +42,11 @@ Dropout is not modelled (inference). Small per-row costs (a square root per row)
 out. All FLOPs count a multiply-add as 2 FLOPs.
 
 Parameters per layer:
-  attention  h n_q d_h + 2 h n_kv d_h + n_q d_h h  (+ n_q d_h + 2 n_kv d_h + h biases)
-  MLP        GeLU 2hf (+ f + h biases); SwiGLU 3hf (+ 2f + h biases)
+  attention  h n_q d_h + 2 h n_kv d_h + n_q d_h h  (+ n_q d_h + 2 n_kv d_h + h biases;
+             Qwen2 has the Q, K and V ones only)
+  MLP        GeLU 2hf (+ f + h biases); SwiGLU 3hf (+ 2f + h biases); a mixture of E
+             experts has E of them, a router (h E) and maybe a shared expert with its
+             gate (h); a token runs through k experts, so its ops are k f wide
   norms      2 x (2h for LayerNorm, h for RMSNorm)
 Model: L x layer + V h token embedding + (learned positions: context x h) + final norm
        + (untied: V h output matrix). For GPT-3 this is 12 L h^2 + 13 L h + (V + s) h + 2h.
@@ -118,6 +121,7 @@ class ParameterCount:
     final_norm: int
     output: int  # the untied output matrix (0 when tied)
     total: int
+    active: int  # what one token runs through: the total less the experts it skips
 
     @property
     def embeddings(self) -> int:
@@ -139,15 +143,19 @@ def norm_parameters(cfg: ModelConfig) -> int:
 
 def parameter_count(cfg: ModelConfig) -> ParameterCount:
     """Exact parameter count (formulas in the module docstring)."""
-    h, f, dh = cfg.hidden, cfg.intermediate, cfg.head_dim
+    h, dh = cfg.hidden, cfg.head_dim
     q, kv = cfg.heads * dh, cfg.kv_heads * dh
     attention = h * q + 2 * h * kv + q * h
     if cfg.bias:
         attention += q + 2 * kv + h
-    matrices = 3 if cfg.mlp == "swiglu" else 2
-    mlp = matrices * h * f
-    if cfg.bias:
-        mlp += (matrices - 1) * f + h
+    elif cfg.qkv_bias:
+        attention += q + 2 * kv
+    expert = mlp_parameters(cfg, cfg.intermediate)
+    mlp = cfg.experts * expert
+    if cfg.experts > 1:
+        mlp += h * cfg.experts  # the router
+    if cfg.shared_expert_intermediate:
+        mlp += mlp_parameters(cfg, cfg.shared_expert_intermediate) + h  # and its gate
     norms = 2 * norm_parameters(cfg)
     per_layer = attention + mlp + norms
     token = cfg.vocab * h
@@ -155,8 +163,22 @@ def parameter_count(cfg: ModelConfig) -> ParameterCount:
     final = norm_parameters(cfg)
     output = 0 if cfg.tied_embeddings else cfg.vocab * h
     total = cfg.layers * per_layer + token + position + final + output
+    skipped = cfg.layers * (cfg.experts - cfg.experts_per_token) * expert
     return ParameterCount(attention, mlp, norms, per_layer, cfg.layers * per_layer, token,
-                          position, final, output, total)
+                          position, final, output, total, total - skipped)
+
+
+def mlp_parameters(cfg: ModelConfig, width: int) -> int:
+    """One MLP (or expert) `width` wide: 2 or 3 matrices, and their biases."""
+    matrices = 3 if cfg.mlp == "swiglu" else 2
+    return matrices * cfg.hidden * width + ((matrices - 1) * width + cfg.hidden
+                                            if cfg.bias else 0)
+
+
+def active_mlp_width(cfg: ModelConfig) -> int:
+    """The MLP width one token runs through: its experts side by side (the intermediate
+    size for a dense model)."""
+    return cfg.intermediate * cfg.experts_per_token + cfg.shared_expert_intermediate
 
 
 def kv_cache_bytes_per_token(cfg: ModelConfig, bytes_per_element: float = BF16_BYTES) -> float:
@@ -255,16 +277,16 @@ def layer_ops(cfg: ModelConfig, batch: int, context: int, phase: str = "decode",
     if batch < 1 or context < 1:
         raise ValueError("batch and context must be at least 1")
     b = float(bytes_per_element)
-    h, f, dh = cfg.hidden, cfg.intermediate, cfg.head_dim
+    h, f, dh = cfg.hidden, active_mlp_width(cfg), cfg.head_dim
     tokens = float(batch * (1 if phase == "decode" else context))
     ops = [norm_op(cfg, "attn_norm", "Norm", tokens, b)]
     ops += [
         weight_matmul("q_proj", "Q projection", PROJECTION, tokens, h, cfg.heads * dh, b,
-                      cfg.bias),
+                      cfg.bias or cfg.qkv_bias),
         weight_matmul("k_proj", "K projection", PROJECTION, tokens, h, cfg.kv_heads * dh, b,
-                      cfg.bias),
+                      cfg.bias or cfg.qkv_bias),
         weight_matmul("v_proj", "V projection", PROJECTION, tokens, h, cfg.kv_heads * dh, b,
-                      cfg.bias),
+                      cfg.bias or cfg.qkv_bias),
     ]
     if cfg.positions == "rope":
         rotated = tokens * (cfg.heads + cfg.kv_heads) * dh

@@ -10,12 +10,19 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ticks, set_time_ticks
-from gpuviz.core.model import si_text, time_text
+from gpuviz.core.model import format_value, si_text, time_text
 from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models import collective_sim as cs
-from gpuviz.models.collectives import SIZE_MAX, SIZE_MIN, AlphaBetaOut
+from gpuviz.models.collectives import SIZE_MAX, SIZE_MIN, AlphaBetaOut, Measured
+from gpuviz.views.collectives.measured import (
+    MEASURED_LABEL,
+    MEASURED_ROLE,
+    MeasurementButtons,
+    measured_dots,
+    set_measured,
+)
 
 X_RANGE = (math.log10(SIZE_MIN), math.log10(SIZE_MAX))
 STYLES = {"ring": ("network", Qt.SolidLine), "recursive_doubling": ("network", Qt.DashLine),
@@ -31,16 +38,19 @@ class AlphaBetaView(FigureView):
             self.controls.add(name)
         self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
+        self.measured_buttons = self.controls.add_widget(MeasurementButtons(
+            self.model, "Set P, α and 1/β to the measurement's ranks and fitted ring"))
 
         self.plot = plot_widget("Message size n (bytes, log scale)", "All-reduce time")
         item = self.plot.getPlotItem()
         item.setXRange(*X_RANGE, padding=0)
         set_log_ticks(item.getAxis("bottom"), *X_RANGE)
-        legend = Legend(item, anchor=(0, 0))
-        self.curves = {}
-        for a, (role, style) in STYLES.items():
-            self.curves[a] = curve(item, pen(role, 2.5, style))
-            legend.add_line(cs.ALGORITHM_NAMES[a], pen(role, 2.5, style))
+        self.legend = Legend(item, anchor=(0, 0))
+        self.curves = {a: curve(item, pen(role, 2.5, style))
+                       for a, (role, style) in STYLES.items()}
+        self._fill_legend(measured=False)
+        self.measured_dots = measured_dots(item)
+        self._measured_span: tuple[int, int] | None = None  # decades of the dots' times
         # Vertical lines drawn once from y = 0 to 1 in a unit we rescale: moved with setPos.
         self.crossing_lines = [curve(item, pen("neutral", 1.5, Qt.DashLine))
                                for _ in range(MAX_CROSSINGS)]
@@ -61,6 +71,29 @@ class AlphaBetaView(FigureView):
         self._y_range: tuple[int, int] | None = None
         self.add_plot(self.plot)
 
+    def _fill_legend(self, measured: bool) -> None:
+        self.legend.clear()
+        for a, (role, style) in STYLES.items():
+            self.legend.add_line(cs.ALGORITHM_NAMES[a], pen(role, 2.5, style))
+        if measured:
+            self.legend.add_dot(MEASURED_LABEL, theme.color(MEASURED_ROLE))
+
+    def _show_measured(self, measured: Measured | None) -> None:
+        """The measured times as all-reduce times at their bus bandwidth (a dot per
+        size, inside the plot's sizes), the legend row and the buttons."""
+        self._measured_span = None
+        xs = ys = np.empty(0)
+        if measured is not None:
+            sizes = measured.table.sizes[measured.shown]
+            inside = (sizes >= SIZE_MIN) & (sizes <= SIZE_MAX)
+            xs = np.log10(sizes[inside])
+            ys = np.log10(measured.allreduce_times[inside])
+            if len(ys):
+                self._measured_span = (math.floor(ys.min()), math.ceil(ys.max()))
+        set_measured(self.measured_dots, xs, ys)
+        self._fill_legend(measured is not None)
+        self.measured_buttons.sync()
+
     def _vertical(self, line, x: float) -> None:  # noqa: ANN001 - a Curve
         low, high = self._y_range
         if self.needs_update(line, (x, low, high)):
@@ -70,8 +103,13 @@ class AlphaBetaView(FigureView):
         out: AlphaBetaOut = self.model.out
         log_n = np.log10(out.sizes)
         log_t = {a: np.log10(t) for a, t in out.times.items()}
+        measured = self.model.measured
+        if self.needs_update("measured", measured):
+            self._show_measured(measured)
         low = math.floor(min(float(t[0]) for t in log_t.values()))
         high = math.ceil(max(float(t[-1]) for t in log_t.values()))
+        if self._measured_span is not None:
+            low, high = min(low, self._measured_span[0]), max(high, self._measured_span[1])
         if (low, high) != self._y_range:  # moves in whole decades only
             self._y_range = (low, high)
             item = self.plot.getPlotItem()
@@ -128,7 +166,19 @@ class AlphaBetaView(FigureView):
                                   f"{time_text(out.at_marker[best])}")
         self.marker_label.setPos(x, high)
         self.predict.sync()
-        self.message.show_message(self._describe(out))
+        self.message.show_message(self._describe(out) + self._describe_measured(measured))
+
+    @staticmethod
+    def _describe_measured(measured: Measured | None) -> str:
+        if measured is None:
+            return ""
+        table, fit = measured.table, measured.fit
+        as_allreduce = ("" if table.collective == "all_reduce" else
+                        ", drawn as all-reduce times at the bus bandwidth measured")
+        return (f" Dots: {table.name}{as_allreduce}. The ring fits them best with "
+                f"α = {time_text(fit.alpha)} and 1/β = "
+                f"{si_text(1 / fit.beta, 'B/s') if fit.beta > 0 else 'unmeasured'}, "
+                f"at worst {format_value(100 * fit.worst_error, '%', 2)} off.")
 
     def _describe(self, out: AlphaBetaOut) -> str:
         ratio = out.alpha / out.beta

@@ -14,7 +14,14 @@ from gpuviz.core.plots import Dots, Legend, curve, opaque_blend, pen, plot_widge
 from gpuviz.core.text import TextLayer
 from gpuviz.core.timeline import BOX_HEIGHT, Timeline
 from gpuviz.models.alpha_beta import GB
-from gpuviz.models.collectives import LINK_LANES, NODES_MAX, MultiNodeOut
+from gpuviz.models.collectives import LINK_LANES, NODES_MAX, Measured, MultiNodeOut
+from gpuviz.views.collectives.measured import (
+    MEASURED_LABEL,
+    MEASURED_ROLE,
+    MeasurementButtons,
+    measured_dots,
+    set_measured,
+)
 
 MS = 1e-3
 LANES = tuple(lane.resource for lane in LINK_LANES)  # top to bottom
@@ -26,6 +33,8 @@ class MultiNodeView(FigureView):
     def build(self) -> None:
         for name in ("scheme", "nodes", "gpus_per_node", "message_bytes", "latency", "gpu"):
             self.controls.add(name)
+        self.measured_buttons = self.controls.add_widget(MeasurementButtons(
+            self.model, "Set N and G to the measurement's servers and GPUs per server"))
 
         self.timeline = plot_widget("Time (ms)", "")
         item = self.timeline.getPlotItem()
@@ -48,23 +57,30 @@ class MultiNodeView(FigureView):
         self.bw_plot = plot_widget("Nodes N", "Bus bandwidth (GB/s)")
         bw = self.bw_plot.getPlotItem()
         bw.setXRange(0.5, NODES_MAX + 0.5, padding=0)
-        legend = Legend(bw, anchor=(1, 0))
+        self.legend = Legend(bw, anchor=(1, 0))
         # The flat ring dotted too: aqua and magenta both turn grey for a red-green
         # colour-blind eye.
-        lines = {"Hierarchical": pen("network", 2.5),
-                 "Flat ring": pen("highlight", 2.5, Qt.DotLine),
-                 "One NIC": pen("neutral", 1.5, Qt.DashLine)}
-        for label, line_pen in lines.items():
-            legend.add_line(label, line_pen)
-        self.hier_curve, self.flat_curve, self.nic_line = (curve(bw, line_pen)
-                                                            for line_pen in lines.values())
+        self.lines = {"Hierarchical": pen("network", 2.5),
+                      "Flat ring": pen("highlight", 2.5, Qt.DotLine),
+                      "One NIC": pen("neutral", 1.5, Qt.DashLine)}
+        self._fill_legend(measured=False)
+        self.hier_curve, self.flat_curve, self.nic_line = (
+            curve(bw, line_pen) for line_pen in self.lines.values())
         self.bw_dots = Dots(bw, 2, 11, [theme.color("network"), theme.color("highlight")],
                             pen("text", 1.5))
         self.bw_text = TextLayer(QRectF(0, 0, NODES_MAX + 1, 1e4), keep_inside=True)
         self.nic_label = self.bw_text.add(size=9, role="text", anchor=(1, 1))
         bw.addItem(self.bw_text)
+        self.measured_dot = measured_dots(bw)
         self._bw_max = 0.0
         self.add_plot(self.bw_plot, 1)
+
+    def _fill_legend(self, measured: bool) -> None:
+        self.legend.clear()
+        for label, line_pen in self.lines.items():
+            self.legend.add_line(label, line_pen)
+        if measured:
+            self.legend.add_dot(f"{MEASURED_LABEL} at n", theme.color(MEASURED_ROLE))
 
     def refresh(self) -> None:
         out: MultiNodeOut = self.model.out
@@ -79,7 +95,11 @@ class MultiNodeView(FigureView):
         if self.needs_update("bars", key):
             self._draw_bars(out, scheme)
         busbw = run.bus_bandwidth(out.n, out.ranks) / GB
-        self._draw_bandwidth(out)
+        measured = self.model.measured
+        if self.needs_update("measured", measured):
+            self._fill_legend(measured is not None)
+            self.measured_buttons.sync()
+        self._draw_bandwidth(out, measured)
         nic = out.inter.bandwidth / GB
         self.message.show_message(
             f"{'Hierarchical' if scheme == 'hierarchical' else 'Flat ring'}, {out.nodes} × "
@@ -90,7 +110,20 @@ class MultiNodeView(FigureView):
                "and uses all G NICs of a node at once."
                if scheme == "hierarchical" and out.nodes > 1 else
                " Every step of the flat ring waits for its slowest hop."
-               if out.nodes > 1 else " One node: only NVLink is used."))
+               if out.nodes > 1 else " One node: only NVLink is used.")
+            + self._describe_measured(measured, out.n))
+
+    @staticmethod
+    def _describe_measured(measured: Measured | None, n: float) -> str:
+        if measured is None:
+            return ""
+        table = measured.table
+        busbw = measured.busbw_at(n)
+        at_n = ("no size around n measured" if busbw is None else
+                f"{format_value(busbw / GB, 'GB/s')} of bus bandwidth at n")
+        return (f" Dot: {table.collective_name} measured on {table.nodes} × "
+                f"{table.ranks // table.nodes} {table.device.removeprefix('NVIDIA ')}: "
+                f"{at_n}. Apply fit sets that layout.")
 
     def _draw_bars(self, out: MultiNodeOut, scheme: str) -> None:
         """Every step of the chosen scheme as a box on its link's lane (a gap of STEP_GAP
@@ -146,10 +179,14 @@ class MultiNodeView(FigureView):
             self.other_end.set_data([], [])
             self.other_label.setVisible(False)
 
-    def _draw_bandwidth(self, out: MultiNodeOut) -> None:
+    def _draw_bandwidth(self, out: MultiNodeOut, measured: Measured | None) -> None:
         hier, flat = out.busbw_hierarchical / GB, out.busbw_flat / GB
         nic = out.inter.bandwidth / GB
-        top = nice_ceiling(max(float(hier.max()), float(flat.max()), nic) * 1.1)
+        busbw = measured.busbw_at(out.n) if measured is not None else None
+        dot = [] if busbw is None else [busbw / GB]
+        set_measured(self.measured_dot, np.array([measured.table.nodes] if dot else []),
+                     np.array(dot))
+        top = nice_ceiling(max(float(hier.max()), float(flat.max()), nic, *dot) * 1.1)
         bw = self.bw_plot.getPlotItem()
         if top != self._bw_max:
             self._bw_max = top
