@@ -119,11 +119,36 @@ def test_mlp_kinds_and_rope():
     assert {"scores", "softmax", "pv"} <= set(unfused)
 
 
-def test_forward_cost_close_to_2n_per_token():
+def test_pass_flops_close_to_2n_per_token():
     """A decode step costs about 2 FLOPs per parameter per token plus attention."""
     cfg = model("llama2_7b")
-    flops, _ = tf.forward_cost(cfg, 1, 1, "decode")
+    flops = tf.forward_parts(cfg, 1, 1, "decode").flops
     assert flops == pytest.approx(2 * tf.parameter_count(cfg).total, rel=0.03)
+
+
+@pytest.mark.parametrize("key", ["gpt3_xl", "llama3_8b"])
+def test_a_pass_is_every_weight_and_cached_byte_and_the_matmuls(key):
+    """A pass reads every parameter once and, in decode, every cached K and V; its FLOPs
+    are 2 per weight-matrix entry per token (logits for the last prompt token only) plus
+    4 n_q d_h per scored pair and layer."""
+    cfg = model(key)
+    count = tf.parameter_count(cfg)
+    h, q, kv = cfg.hidden, cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+    mlp = 3 if cfg.mlp == "swiglu" else 2
+    matrices = cfg.layers * (2 * h * q + 2 * h * kv + mlp * h * cfg.intermediate)
+    attention = 4 * cfg.heads * cfg.head_dim * cfg.layers
+    output = 2 * cfg.vocab * cfg.hidden
+    b, s = 3, 100
+    decode = tf.forward_parts(cfg, b, s, "decode", kv_bytes_per_element=1)
+    assert decode.weights == 2 * count.total
+    assert decode.kv_cache == b * s * tf.kv_cache_bytes_per_token(cfg, 1)
+    assert decode.bytes == decode.weights + decode.kv_cache
+    assert decode.flops == pytest.approx(b * (2 * matrices + attention * s + output),
+                                         rel=1e-12)
+    prefill = tf.forward_parts(cfg, 1, s, "prefill")
+    assert prefill.kv_cache == 0
+    assert prefill.flops == pytest.approx(2 * matrices * s + attention * s * (s + 1) / 2
+                                          + output, rel=1e-12)
 
 
 def test_bad_phase_and_sizes():
@@ -143,8 +168,8 @@ def test_ops_sweep(key, batch, context, phase, fused, b):
         assert math.isfinite(op.flops) and op.flops >= 0
         assert math.isfinite(op.bytes) and op.bytes > 0
         assert op.activation_bytes >= -1e-6 * op.bytes
-    flops, nbytes = tf.forward_cost(model(key), batch, context, phase, b)
-    assert math.isfinite(flops) and math.isfinite(nbytes)
+    cost = tf.forward_parts(model(key), batch, context, phase, b)
+    assert math.isfinite(cost.flops) and math.isfinite(cost.bytes)
 
 
 # --- data validation --------------------------------------------------------------------

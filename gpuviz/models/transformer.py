@@ -85,7 +85,9 @@ class Op:
     """One kernel: its work (FLOPs) and its HBM traffic (bytes).
 
     weight_bytes and kv_bytes are the parts of `bytes` that are parameters and KV-cache
-    reads; the rest is activations. `weight_matmul` marks the matmuls with a weight matrix.
+    reads; the rest is activations. matmul_flops is the part of `flops` done by matrix
+    multiplies (tensor cores); the rest is elementwise work. `weight_matmul` marks the
+    matmuls with a weight matrix.
     """
 
     name: str
@@ -96,6 +98,7 @@ class Op:
     weight_bytes: float = 0.0
     kv_bytes: float = 0.0
     weight_matmul: bool = False
+    matmul_flops: float = 0.0
 
     @property
     def intensity(self) -> float:
@@ -200,13 +203,12 @@ def matmul_cost(m: float, k: float, n: float, bytes_per_element: float = BF16_BY
 def weight_matmul(name: str, label: str, group: str, tokens: float, k: int, n: int,
                   b: float, bias: bool) -> Op:
     """A linear layer on `tokens` rows: (tokens x k) @ (k x n) plus an optional bias."""
-    flops, _ = matmul_cost(tokens, k, n, b)
+    products, _ = matmul_cost(tokens, k, n, b)
     weights = (k * n + (n if bias else 0)) * b
-    if bias:
-        flops += tokens * n
     activations = (tokens * k + tokens * n) * b
-    return Op(name, label, group, flops, weights + activations, weight_bytes=weights,
-              weight_matmul=True)
+    return Op(name, label, group, products + (tokens * n if bias else 0.0),
+              weights + activations, weight_bytes=weights, weight_matmul=True,
+              matmul_flops=products)
 
 
 def elementwise(name: str, label: str, group: str, elements: float, flops_per: float,
@@ -253,15 +255,15 @@ def attention_ops(cfg: ModelConfig, batch: int, context: int, phase: str, b: flo
     if fused:
         return [Op("attention", "Attention (fused)", ATTENTION,
                    2 * score_flops + softmax_flops, q_bytes + k_bytes + v_bytes + o_bytes,
-                   kv_bytes=kv_in_cache)]
+                   kv_bytes=kv_in_cache, matmul_flops=2 * score_flops)]
     sb = b if score_bytes is None else score_bytes
     s_bytes = pairs * sb
     return [
         Op("scores", "Scores Q·Kᵀ", ATTENTION, score_flops, q_bytes + k_bytes + s_bytes,
-           kv_bytes=kv_in_cache / 2),
+           kv_bytes=kv_in_cache / 2, matmul_flops=score_flops),
         Op("softmax", "Softmax", ATTENTION, softmax_flops, 2 * s_bytes),
         Op("pv", "P·V", ATTENTION, score_flops, s_bytes + v_bytes + o_bytes,
-           kv_bytes=kv_in_cache / 2),
+           kv_bytes=kv_in_cache / 2, matmul_flops=score_flops),
     ]
 
 
@@ -348,25 +350,30 @@ def totals(ops: list[Op]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class PassCost:
-    """One whole forward pass (L layers plus the head ops): its FLOPs, and its HBM bytes
-    split by what they are. This is the one accounting of a pass's bytes (Lesson 2 times
-    its ops one by one, Lesson 12 a whole decode step):
-      weights      every matrix, bias and norm gain the pass multiplies by, read once;
-                   the token embedding table only as the rows looked up (counted with
-                   the activations), unless it is tied to the output matrix;
-      kv_cache     K and V read from the cache (decode), in the cache's precision;
-      activations  every kernel's inputs and outputs through HBM, the looked-up
-                   embedding rows and the RoPE tables.
+    """One whole forward pass (L layers plus the head ops) as a whole-model roofline sees
+    it: the work the tensor-core peak is quoted for, and the bytes that must come from
+    HBM whatever the kernels. This is the one accounting of a pass (Lesson 12's decode
+    step and prefill; Lesson 2 times the same ops one kernel at a time):
+      flops     the matmul FLOPs: 2 per weight per token for every weight matrix (the
+                output matrix only for the tokens that need logits) plus attention's
+                Q·Kᵀ and P·V; elementwise work (norms, softmax, activation functions,
+                residual adds) runs beside the tensor cores and is left out;
+      weights   every parameter, read once per pass (N × b bytes); this counts the input
+                embedding table whole, as the usual rule does, although a lookup reads
+                only one row per token;
+      kv_cache  K and V read from the cache (decode), in the cache's precision.
+    Left out: the activations. A kernel-by-kernel count (each `Op`'s activation bytes)
+    sends every kernel's input and output through HBM; a decode step's activations are a
+    few MB per kernel, which fused kernels and the L2 cache keep mostly off HBM.
     """
 
     flops: float
     weights: float
     kv_cache: float
-    activations: float
 
     @property
     def bytes(self) -> float:
-        return self.weights + self.kv_cache + self.activations
+        return self.weights + self.kv_cache
 
 
 def forward_parts(cfg: ModelConfig, batch: int, context: int, phase: str = "decode",
@@ -381,19 +388,10 @@ def forward_parts(cfg: ModelConfig, batch: int, context: int, phase: str = "deco
         return (cfg.layers * sum(getattr(op, attr) for op in layer)
                 + sum(getattr(op, attr) for op in head))
 
-    kv = whole("kv_bytes")
     cache_ratio = 1.0 if kv_bytes_per_element is None else (kv_bytes_per_element
                                                               / bytes_per_element)
-    return PassCost(whole("flops"), whole("weight_bytes"), kv * cache_ratio,
-                    whole("bytes") - whole("weight_bytes") - kv)
-
-
-def forward_cost(cfg: ModelConfig, batch: int, context: int, phase: str = "decode",
-                 bytes_per_element: float = BF16_BYTES, **options: object
-                 ) -> tuple[float, float]:
-    """(FLOPs, bytes) of one whole forward pass: L layers plus the head ops."""
-    cost = forward_parts(cfg, batch, context, phase, bytes_per_element, **options)
-    return cost.flops, cost.bytes
+    return PassCost(whole("matmul_flops"), parameter_count(cfg).total * bytes_per_element,
+                    whole("kv_bytes") * cache_ratio)
 
 
 def _check_phase(phase: str) -> None:

@@ -3,12 +3,12 @@ many sequences' KV caches fit beside the weights.
 
 A decode step runs the whole model once for B sequences, one new token each, every
 sequence attending to its `context` cached tokens. Its FLOPs and bytes are the
-transformer module's `forward_parts` (the one accounting Lesson 2 uses too): the weights
-read once for the whole batch, the KV cache of every sequence, and the activations. On
-the roofline of the GPU
+transformer module's `forward_parts` (the one accounting of a pass): every weight read
+once for the whole batch and the KV cache of every sequence; the activations are left
+out. On the roofline of the GPU
 
-    memory time  = (weights + KV cache + activations) / HBM bandwidth
-    compute time = FLOPs / peak bf16 FLOP/s
+    memory time  = (weights + KV cache) / HBM bandwidth
+    compute time = matmul FLOPs / peak bf16 FLOP/s
     step time    = max(memory time, compute time)   (kernel launches and overlap ignored)
 
 In decode every term is constant or grows in step with B, so the costs of all batch sizes
@@ -20,7 +20,7 @@ One sequence's cache is 2 L n_kv d_h × context × bytes per element; the larges
 ⌊(HBM − headroom − workspace − weights) / cache per sequence⌋.
 
 Llama-3-8B on an H100 (80 GB, 3.35 TB/s), 2,048 tokens, bf16 cache: 186 sequences fit;
-a step takes 4.56 ms at batch 1, 9.84 ms at 64 and 20.1 ms at 186.
+a step takes 4.87 ms at batch 1, 9.92 ms at 64 and 19.7 ms at 186.
 """
 
 from __future__ import annotations
@@ -81,14 +81,13 @@ class DecodeSteps:
     batch: np.ndarray
     weights: np.ndarray  # bytes
     kv_cache: np.ndarray
-    activations: np.ndarray
     flops: np.ndarray
     bandwidth: float  # bytes/s
     peak: float  # FLOP/s
 
     @property
     def bytes(self) -> np.ndarray:
-        return self.weights + self.kv_cache + self.activations
+        return self.weights + self.kv_cache
 
     @property
     def memory_time(self) -> np.ndarray:
@@ -120,7 +119,7 @@ def _per_sequence(preset: str, context: int, cache: str) -> tuple[tf.PassCost, t
     one, two = (tf.forward_parts(cfg, b, context, "decode", WEIGHT_BYTES,
                                  kv_bytes_per_element=CACHE_BYTES[cache]) for b in (1, 2))
     more = tf.PassCost(two.flops - one.flops, two.weights - one.weights,
-                       two.kv_cache - one.kv_cache, two.activations - one.activations)
+                       two.kv_cache - one.kv_cache)
     return one, more
 
 
@@ -135,8 +134,8 @@ def decode_steps(preset: str, gpu_key: str, context: int, cache: str,
         return getattr(one, attr) + extra * getattr(more, attr)
 
     g = gpu(gpu_key)
-    return DecodeSteps(b, part("weights"), part("kv_cache"), part("activations"),
-                       part("flops"), g.hbm_bandwidth, g.peak_flops("bf16"))
+    return DecodeSteps(b, part("weights"), part("kv_cache"), part("flops"),
+                       g.hbm_bandwidth, g.peak_flops("bf16"))
 
 
 def prefill_compute_seconds(preset: str, gpu_key: str, tokens: int) -> float:

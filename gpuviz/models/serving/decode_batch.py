@@ -3,8 +3,8 @@ the batch (physics in `serving.costs`).
 
 Batching is nearly free in decode while the weights dominate the bytes: they are read
 once per step for the whole batch, so from batch 1 to 64 the work grows 64× and the step
-(4.56 → 9.84 ms for Llama-3-8B on an H100, 2,048 tokens) only 2.16×. Every sequence
-reads its own KV cache, though, so the caches take over (74% of the bytes at 186, the
+(4.87 → 9.92 ms for Llama-3-8B on an H100, 2,048 tokens) only 2.04×. Every sequence
+reads its own KV cache, though, so the caches take over (76% of the bytes at 186, the
 largest batch that fits) and the time per output token climbs while the tokens per
 second level off.
 """
@@ -105,8 +105,8 @@ class DecodeBatchModel(PredictFirstModel):
     def answer_text(self) -> str:
         out = self.out
         return (f"{format_value(out.predicted_slowdown, '×')}: the {PREDICTED_BATCH} "
-                "sequences share one reading of the weights; only their caches and "
-                "activations add bytes. Your guess of "
+                "sequences share one reading of the weights; only their caches add "
+                "bytes. Your guess of "
                 f"{format_value(self.guess_slowdown, '×')} is "
                 f"{self.how_close(self.guess_slowdown, out.predicted_slowdown)}."
                 + (f" (Only {out.budget.max_batch} caches fit here: batch "

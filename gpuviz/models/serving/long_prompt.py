@@ -3,15 +3,15 @@ on a second GPU.
 
 The decode batch is 12.1's: B sequences of `context` cached tokens on one GPU, a step of
 d seconds (`serving.costs.decode_steps`), split here into its parts on the roofline:
-W, reading the weights; R, reading the KV caches and activations; C_d, its arithmetic.
+W, reading the weights; R, reading the KV caches; C_d, its arithmetic.
 
 A prompt of S tokens needs F(S) FLOPs of prefill (`transformer.forward_parts`, causal: a
 quadratic in S, so a chunk of tokens s0 … s1 costs F(s1) − F(s0), its attention reaching
 back over every earlier token). Prefill runs at `efficiency` of the peak, so it takes
-P = F(S) / (efficiency × peak): for Llama-3-8B's 32,768 tokens on an H100 at 50%, 1.50 s.
+P = F(S) / (efficiency × peak): for Llama-3-8B's 32,768 tokens on an H100 at 50%, 1.49 s.
 
 A step that carries a prefill chunk of f FLOPs reads the weights once for all its tokens
-and is then compute-bound; the caches and activations are read by kernels of their own:
+and is then compute-bound; the caches are read by kernels of their own:
 
     mixed step = max(W + R, C_d + f / (efficiency × peak) + R)
 
@@ -195,7 +195,7 @@ class LongPromptModel(FigureModel):
         step = decode_steps(self.preset, self.gpu, self.context, self.cache, self.sequences)
         d = float(step.time[0])
         weights = float(step.weights[0] / step.bandwidth)
-        rest = float((step.kv_cache[0] + step.activations[0]) / step.bandwidth)
+        rest = float(step.kv_cache[0] / step.bandwidth)
         decode_compute = float(step.compute_time[0])
         rate = self.efficiency * step.peak  # prefill FLOP/s
         target = self.target_ms / 1e3

@@ -18,8 +18,7 @@ from gpuviz.models.serving.decode_batch import DecodeBatchOut
 
 STEP_ROWS = ("Memory", "Compute")
 # (part, role, legend) of the memory row of a step, then of the GPU's memory bar
-STEP_PARTS = (("weights", "memory", "weights"), ("kv_cache", "memory_light", "KV caches"),
-              ("activations", "neutral", "activations"))
+STEP_PARTS = (("weights", "memory", "weights"), ("kv_cache", "memory_light", "KV caches"))
 STEP_Y_TOP = 2.3
 MEMORY_Y_TOP = 2.0
 MEMORY_PARTS = (("weights", "memory"), ("caches", "memory_light"), ("free", None),
@@ -45,7 +44,7 @@ class DecodeBatchView(FigureView):
         self.row_labels = [self.step_text.add(role="text", size=10, bold=True,
                                               anchor=(0, 0.5)) for _ in STEP_ROWS]
         item.addItem(self.step_text)
-        legend = Legend(item, anchor=(0, 1), columns=4)
+        legend = Legend(item, anchor=(0, 1), columns=3)
         for _, role, text in STEP_PARTS:
             legend.add_box(text, theme.color(role))
         legend.add_box("compute", theme.color("compute"))
