@@ -225,11 +225,23 @@ def _print_unless_size_hints(mode, context, message: str) -> None:  # noqa: ANN0
 
 
 def check_data() -> list[str]:
-    """Load the shipped data once; return warnings for files that had to be left out."""
+    """Load the shipped data once, and the user's GPUs and models; return warnings for
+    files that had to be left out."""
     from gpuviz.data.hardware import load_gpus, load_problems
+    from gpuviz.imports import load_user_folder
 
     load_gpus()
-    return [str(problem) for problem in load_problems()]
+    return [str(problem) for problem in (*load_problems(), *load_user_folder())]
+
+
+def import_files(paths: list[Path]) -> list[dict[str, Any]]:
+    """--import: add each file for this run; what each holds, as JSON."""
+    from gpuviz.imports import import_file
+
+    try:
+        return [import_file(path).json() for path in paths]
+    except DataError as error:
+        raise UsageError(f"--import: {error}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         warnings = check_data()
         for warning in warnings:
             print(f"gpuviz: warning: {warning} (left out)", file=sys.stderr)
+        imported = import_files(args.imports)
+        if imported and not (args.figure or args.present or args.playlist or args.kiosk):
+            print(json.dumps(imported, indent=2, ensure_ascii=False))
+            return 0
         spec = resolve_figure(args.figure)
         if (args.readout or args.screenshot or args.trace or args.set) and spec is None:
             raise UsageError("--set, --readout, --screenshot and --trace need --figure L.F")

@@ -1,16 +1,23 @@
-"""Edit > Preferences: theme, text size, reduced motion, and Restore defaults."""
+"""Edit > Preferences: theme, text size, reduced motion, and Restore defaults; the user's
+own GPUs and models, with Remove."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
     QWidget,
 )
 
+from gpuviz import imports
 from gpuviz.state import TEXT_SCALES, THEME_CHOICES, Preferences
 
 THEME_LABELS = {"system": "Follow the system", "dark": "Dark", "light": "Light",
@@ -18,6 +25,8 @@ THEME_LABELS = {"system": "Follow the system", "dark": "Dark", "light": "Light",
 
 
 class PreferencesDialog(QDialog):
+    own_files_changed = Signal()  # a GPU or model of the user's was removed
+
     def __init__(self, prefs: Preferences, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Preferences")
@@ -43,8 +52,42 @@ class PreferencesDialog(QDialog):
         form.addRow("&Theme:", self.theme)
         form.addRow("Text &size:", self.text_scale)
         form.addRow("", self.reduced_motion)
+        self.own = QListWidget()
+        self.own.setToolTip("Added with File > Add GPU… or Add model…, or dropped in the "
+                            "folder below; every GPU and model selector lists them")
+        self.remove = QPushButton("&Remove")
+        self.remove.setToolTip("Take the selected GPU or model out of the selectors and "
+                               "its copy out of the folder (your original file stays)")
+        self.remove.clicked.connect(self.remove_selected)
+        self.own.currentItemChanged.connect(
+            lambda item, _old: self.remove.setEnabled(item is not None))
+        folder = QLabel(str(imports.user_folder()))
+        folder.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        form.addRow("Your GPUs and\nmodels:", self.own)
+        form.addRow("", self.remove)
+        form.addRow("Their folder:", folder)
         form.addRow(buttons)
         self.show_preferences(prefs)
+        self.list_own_files()
+
+    def list_own_files(self) -> None:
+        self.own.clear()
+        for entry in imports.user_entries():
+            item = QListWidgetItem(entry.summary())
+            item.setData(Qt.UserRole, (entry.kind, entry.id))
+            self.own.addItem(item)
+        if not self.own.count():
+            self.own.addItem(QListWidgetItem("None yet"))
+            self.own.item(0).setFlags(Qt.NoItemFlags)
+        self.remove.setEnabled(False)
+
+    def remove_selected(self) -> None:
+        item = self.own.currentItem()
+        if item is None or item.data(Qt.UserRole) is None:
+            return
+        imports.remove(*item.data(Qt.UserRole))
+        self.list_own_files()
+        self.own_files_changed.emit()
 
     def show_preferences(self, prefs: Preferences) -> None:
         self.theme.setCurrentIndex(max(self.theme.findData(prefs.theme), 0))
