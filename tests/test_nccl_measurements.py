@@ -166,3 +166,17 @@ def test_open_measurements_draws_the_dots_on_7_3(themed, qtbot, tmp_path):
     finally:
         window.clock.stop()
         state.reset_all()
+
+
+def test_an_imported_table_opens_with_every_7_3_and_7_4_of_the_run():
+    """`gpuviz --import run.txt --figure 7.3 --readout` reads out the fit."""
+    from gpuviz.imports import NCCL_TESTS, import_file
+    from gpuviz.models.collectives import RUN_MEASUREMENTS
+
+    try:
+        assert import_file(SAMPLE).kind == NCCL_TESTS
+        assert AlphaBetaModel().readouts()["fit_alpha"].value == pytest.approx(2.81, abs=0.01)
+        assert MultiNodeModel().measured.table.ranks == 16
+    finally:
+        RUN_MEASUREMENTS.clear()
+    assert AlphaBetaModel().measured is None

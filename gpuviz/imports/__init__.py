@@ -23,6 +23,7 @@ from gpuviz.data.models import USER_MODELS
 from gpuviz.imports.gpu import read_gpu
 from gpuviz.imports.hf_config import display_name, model_id, read_config
 from gpuviz.imports.nccl_tests import looks_like_nccl_tests, read_nccl_tests
+from gpuviz.models.collectives import RUN_MEASUREMENTS
 from gpuviz.models.transformer import parameter_count
 
 GPU, MODEL, NCCL_TESTS = "gpu", "model", "nccl-tests"
@@ -69,6 +70,8 @@ def import_file(path: str | Path) -> Imported:
     imported, entry = _read(Path(path))
     if imported.kind in REGISTRIES:
         REGISTRIES[imported.kind].add(imported.id, entry)
+    elif imported.kind == NCCL_TESTS:  # 7.3 and 7.4 open with it for the rest of the run
+        RUN_MEASUREMENTS.append(entry)
     return imported
 
 

@@ -270,6 +270,9 @@ class RingAllReduceModel(SteppedModel):
 # Measurements of one's own on 7.3 and 7.4 (File > Open measurements)
 # ---------------------------------------------------------------------------------------
 MEASURED_POINTS = 64  # dots at most; nccl-tests' usual sweep (8 B to 16 GB by 2) has 32
+# Tables given on the command line (`gpuviz --import run.txt`): every 7.3 and 7.4 made in
+# this run opens with the last one.
+RUN_MEASUREMENTS: list[NcclMeasurements] = []
 
 
 @dataclass(frozen=True, eq=False)  # one per file opened: equal only to itself
@@ -316,6 +319,11 @@ class MeasuredFigure:
     readouts and `apply_fit`, which sets the figure's matching parameters."""
 
     measured: Measured | None = None
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - the model's
+        super().__init__(*args, **kwargs)
+        if RUN_MEASUREMENTS:
+            self.measured = Measured.of(RUN_MEASUREMENTS[-1])
 
     def load_measurements(self, table: NcclMeasurements) -> None:
         self.measured = Measured.of(table)
