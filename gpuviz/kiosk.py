@@ -64,7 +64,7 @@ LIMITS = {  # name: (minimum, maximum); 0 also allowed where noted in ZERO_ALLOW
 }
 ZERO_ALLOWED = {"idle_reset", "attract"}
 # The window's actions a visitor keeps: browsing and reading, no files, no quitting.
-VISITOR_ACTIONS = ("next", "previous", "filter", "reset", "explain", "lesson")
+VISITOR_ACTIONS = ("next", "previous", "filter", "reset", "explain", "lesson", "questions")
 MAX_CONFIG_BYTES = 100_000
 ACTIVITY_EVENTS = {QEvent.KeyPress, QEvent.MouseButtonPress, QEvent.MouseMove,
                    QEvent.Wheel, QEvent.TouchBegin, QEvent.TouchUpdate, QEvent.TabletPress}

@@ -34,8 +34,10 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QDockWidget,
     QFileDialog,
     QFormLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QMainWindow,
@@ -50,11 +52,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuviz import __version__, catalog, export, imports, state, theme
+from gpuviz import __version__, catalog, export, questions, state, theme
 from gpuviz.clock import AppClock
 from gpuviz.core.trace import has_trace
-from gpuviz.data import DataError
-from gpuviz.imports.nccl_tests import read_nccl_tests
+from gpuviz.figure_settings import SettingsError, apply_settings, parse_settings
 from gpuviz.lessons import load_lesson_text
 from gpuviz.playlist import (
     PLAYLIST_SUFFIX,
@@ -65,16 +66,7 @@ from gpuviz.playlist import (
 )
 
 FIGURE_ROLE = Qt.UserRole
-MEASUREMENTS_KEY = "measurements/folder"  # where File > Open measurements last looked
-OWN_FILES_KEY = "own/folder"  # where File > Add GPU… or Add model… last looked
-# File > Add GPU… and Add model…: the dialog's title and filter (either takes either kind:
-# gpuviz.imports tells them apart by content)
-OWN_FILE_DIALOGS = {
-    imports.GPU: ("Add GPU (a TOML file like resources/hardware/*.toml)",
-                  "GPU files (*.toml);;All files (*)"),
-    imports.MODEL: ("Add model (a Hugging Face config.json)",
-                    "Model configs (*.json);;All files (*)"),
-}
+LESSON_ROLE = Qt.UserRole + 1  # a lesson's number, on its sidebar item
 # Built figure pages kept at once (the current one among them); a page costs several MB,
 # and a kiosk visits every figure all day.
 MAX_PAGES = 4
@@ -93,6 +85,7 @@ LEAST_FIGURE_WIDTH = 600
 # The sidebar is as wide as its widest title, but at most this share of the window (a few
 # long titles are elided and have a tooltip; the splitter widens the list).
 SIDEBAR_MAX_SHARE = 0.28
+QUESTIONS_WIDTH = 380  # the Questions panel's width at first (px at normal text size)
 SHORTCUTS = (
     ("Next figure", "PageDown, Ctrl+Right"),
     ("Previous figure", "PageUp, Ctrl+Left"),
@@ -157,6 +150,10 @@ class MainWindow(QMainWindow):
         self.filter.returnPressed.connect(self._open_first_match)
         self.tree = QTreeWidget()
         self.tree.setHeaderHidden(True)
+        self.tree.setColumnCount(2)  # a lesson's title, and its questions answered right
+        self.tree.header().setStretchLastSection(False)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeToContents)
         self.tree.setAccessibleName("Lessons and figures")
         self.tree.currentItemChanged.connect(self._on_tree_item)
         self._fill_tree()
@@ -193,8 +190,14 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         QApplication.styleHints().colorSchemeChanged.connect(self._follow_system_look)
         self.menus: dict[str, QMenu] = {}
+        # Worked questions: the ones answered right are remembered unless a mode (kiosk,
+        # lecture) turns that off; the panel is built when first asked for.
+        self.remember_progress = remember
+        self.progress = state.load_progress(settings()) if remember else set()
+        self.questions_dock: QDockWidget | None = None
         self._build_actions()
         self._build_menus()
+        self._mark_progress()
         self.statusBar().showMessage("PageDown / PageUp: next and previous figure · "
                                      "F1: explain · F5: lecture mode · Ctrl+F: filter", 8000)
 
@@ -207,6 +210,7 @@ class MainWindow(QMainWindow):
     def _fill_tree(self) -> None:
         for lesson in self._lessons():
             item = QTreeWidgetItem([f"{lesson.number}. {lesson.title}"])
+            item.setData(0, LESSON_ROLE, lesson.number)
             item.setFlags(Qt.ItemIsEnabled if lesson.figures else Qt.NoItemFlags)
             if not lesson.figures:
                 item.setToolTip(0, "Not built yet")
@@ -232,6 +236,7 @@ class MainWindow(QMainWindow):
                              + metrics.horizontalAdvance(lesson.child(j).text(0)))
         margins = self.sidebar.layout().contentsMargins()
         chrome = (tree.indentation() + 2 * tree.frameWidth() + margins.left() + margins.right()
+                  + tree.header().sectionSize(1)  # the questions' count
                   + tree.style().pixelMetric(tree.style().PixelMetric.PM_ScrollBarExtent)
                   + 2 * metrics.averageCharWidth())  # the item's own padding, and a little
         return min(widest + chrome, round(SIDEBAR_MAX_SHARE * self.width()))
@@ -343,9 +348,6 @@ class MainWindow(QMainWindow):
         self.clock.follow(self.models[number])
         if "export_trace" in self.actions:  # only a figure with a timeline has a trace
             self.actions["export_trace"].setEnabled(has_trace(self.models[number]))
-        if "open_measurements" in self.actions:  # only 7.3 and 7.4 draw nccl-tests output
-            self.actions["open_measurements"].setEnabled(
-                hasattr(self.models[number], "load_measurements"))
         spec = catalog.figure(number)
         self.setWindowTitle(f"gpuviz — {spec.number} {spec.title}")
         for item in self._items():
@@ -353,6 +355,8 @@ class MainWindow(QMainWindow):
                 self.tree.setCurrentItem(item)
         if self.lesson_pane.isVisible():
             self.explain(spec.lesson_anchor)
+        if self.questions_dock is not None and self.questions_dock.isVisible():
+            self.show_questions()  # the new figure's lesson, if another
         self.figure_shown.emit(number)
 
     def step_figure(self, offset: int, wrap: bool = True) -> bool:
@@ -399,6 +403,8 @@ class MainWindow(QMainWindow):
             self._forget(number)
         self.filter.clear()
         self.lesson_pane.hide()
+        if self.questions_dock is not None:
+            self.questions_dock.hide()
         numbers = self.sequence()
         if first or numbers:
             self.show_figure(first or numbers[0])
@@ -595,15 +601,15 @@ class MainWindow(QMainWindow):
         add("export_data", "Export &data (CSV)…", lambda: self.export_data())
         add("export_trace", "Export &trace (Perfetto, chrome://tracing)…",
             lambda: self.export_trace())
-        add("open_measurements", "Open &measurements (nccl-tests)…",
-            lambda: self.open_measurements())
-        add("add_gpu", "Add &GPU…", lambda: self.add_own_file(imports.GPU))
-        add("add_model", "Add mode&l (config.json)…", lambda: self.add_own_file(imports.MODEL))
         add("open_playlist", "&Open playlist…", lambda: self.open_playlist())
         add("save_playlist", "&Save playlist…", lambda: self.save_playlist())
         add("clear_playlist", "C&lear playlist", lambda: self.set_playlist([]))
         add("preferences", "&Preferences…", self.show_preferences, "Ctrl+,")
         add("reset_all", "Reset &all figures", self.reset_all_figures)
+        add("questions", "&Questions of this lesson", self.toggle_questions, "F2")
+        add("export_questions", "Export &questions (PDF handout)…",
+            lambda: self.export_questions())
+        add("reset_progress", "Forget &answered questions", self.reset_progress)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -611,9 +617,7 @@ class MainWindow(QMainWindow):
         file_menu = self.menus["file"] = bar.addMenu("&File")
         for key in ("export", "copy", "copy_readouts", "export_data", "export_trace"):
             file_menu.addAction(a[key])
-        file_menu.addAction(a["open_measurements"])
-        file_menu.addAction(a["add_gpu"])
-        file_menu.addAction(a["add_model"])
+        file_menu.addAction(a["export_questions"])
         file_menu.addSeparator()
         for key in ("open_playlist", "save_playlist", "clear_playlist"):
             file_menu.addAction(a[key])
@@ -621,12 +625,13 @@ class MainWindow(QMainWindow):
         file_menu.addAction(a["quit"])
         edit = bar.addMenu("&Edit")
         edit.addAction(a["reset_all"])
+        edit.addAction(a["reset_progress"])
         edit.addAction(a["preferences"])
         nav = bar.addMenu("&Navigate")
         for key in ("next", "previous", "filter", "reset"):
             nav.addAction(a[key])
         view = self.menus["view"] = bar.addMenu("&View")  # lecture mode adds itself here
-        for key in ("explain", "lesson", "full_screen"):
+        for key in ("explain", "lesson", "questions", "full_screen"):
             view.addAction(a[key])
         themes = view.addMenu("&Theme")
         group = QActionGroup(self)  # exclusive: one theme marked
@@ -676,9 +681,6 @@ class MainWindow(QMainWindow):
         if remember and self.remember:
             settings().setValue(state.THEME_KEY, name)
         self._mark_theme()
-        self._rebuild_pages()
-
-    def _rebuild_pages(self) -> None:
         current = self.current
         for number in list(self.pages):
             self._drop_page(number)
@@ -716,7 +718,6 @@ class MainWindow(QMainWindow):
         from gpuviz.preferences import PreferencesDialog
 
         dialog = PreferencesDialog(self.preferences(), self)
-        dialog.own_files_changed.connect(self.own_files_changed)
         dialog.accepted.connect(lambda: self.apply_preferences(dialog.preferences()))
         dialog.setAttribute(Qt.WA_DeleteOnClose)
         dialog.open()
@@ -728,6 +729,111 @@ class MainWindow(QMainWindow):
             self._forget(number)
         store = settings()
         store.remove(state.FIGURES_GROUP)
+
+    # --- worked questions ----------------------------------------------------------------
+    def _current_lesson(self) -> catalog.Lesson | None:
+        if self.current:
+            return catalog.lesson_of(catalog.figure(self.current))
+        lessons = [lesson for lesson in self._lessons() if lesson.figures]
+        return lessons[0] if lessons else None
+
+    def toggle_questions(self) -> None:
+        if self.questions_dock is not None and self.questions_dock.isVisible():
+            self.questions_dock.hide()
+        else:
+            self.show_questions()
+
+    def show_questions(self) -> None:
+        """The Questions panel, at the current figure's lesson; the answers are computed
+        by the figures' models now."""
+        from gpuviz.questions_panel import QuestionsPanel
+
+        lesson = self._current_lesson()
+        if lesson is None or not self.offers("questions"):
+            return
+        if self.questions_dock is None:
+            panel = QuestionsPanel()
+            panel.set_up.connect(self.set_up_question)
+            panel.answered_right.connect(self.answered_right)
+            self.questions_dock = QDockWidget("Questions", self)
+            self.questions_dock.setObjectName("questions")
+            self.questions_dock.setWidget(panel)
+            self.addDockWidget(Qt.RightDockWidgetArea, self.questions_dock)
+            self.resizeDocks([self.questions_dock], [round(QUESTIONS_WIDTH * theme.ui_scale())],
+                             Qt.Horizontal)
+        panel = self.questions_dock.widget()
+        if panel.lesson != lesson.number or not self.questions_dock.isVisible():
+            try:
+                answered: list[questions.Answered] | str = questions.answered(lesson.number)
+            except questions.QuestionError as error:
+                answered = f"The questions could not be loaded: {error}."
+            panel.show_lesson(lesson, answered, self.progress)
+        self.questions_dock.show()
+
+    def set_up_question(self, question: questions.Question) -> None:
+        """Open the question's figure at its settings (and step), from its defaults."""
+        spec = catalog.figure(question.figure)
+        try:
+            values = parse_settings(spec, list(question.settings))
+        except SettingsError as error:
+            self.notify("Cannot set it up", f"{question.source}: {error}.")
+            return
+        self.show_figure(spec.number)
+        model = self.models[spec.number]
+        model.reset()
+        apply_settings(model, values)
+
+    def answered_right(self, question: questions.Question) -> None:
+        if not self.remember_progress or question.key in self.progress:
+            return
+        self.progress.add(question.key)
+        state.save_progress(settings(), question.key)
+        self._mark_progress()
+
+    def reset_progress(self) -> None:
+        self.progress.clear()
+        if self.remember:
+            state.forget_progress(settings())
+        self._mark_progress()
+
+    def _mark_progress(self) -> None:
+        """Each lesson's sidebar line ends with its count of questions answered right."""
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            lesson = next(x for x in catalog.LESSONS if x.number == item.data(0, LESSON_ROLE))
+            try:
+                keys = [q.key for q in questions.load_questions(lesson.number)]
+            except questions.QuestionError:
+                keys = []
+            item.setText(1, f"{len(self.progress.intersection(keys))}/{len(keys)}" if keys
+                         else "")
+            item.setToolTip(1, "Questions answered right (F2 shows them)")
+
+    def export_questions(self, path: Path | str | None = None) -> bool:
+        """The current lesson's questions as a PDF handout, answers on a page of their own;
+        asks for a file when `path` is None."""
+        from gpuviz.questions_panel import write_handout
+
+        lesson = self._current_lesson()
+        if lesson is None or not self.offers("export_questions"):
+            return False
+        if path is None:
+            default = Path(self._folder(state.EXPORT_FOLDER_KEY)) / (
+                f"lesson-{lesson.number}-questions.pdf")
+            name, _ = QFileDialog.getSaveFileName(self, "Export questions", str(default),
+                                                  "PDF (*.pdf)")
+            if not name:
+                return False
+            path = name
+        path = Path(path)
+        try:
+            write_handout(lesson, questions.answered(lesson.number), path)
+        except (questions.QuestionError, OSError) as error:
+            self.notify("Export failed", str(error))
+            return False
+        settings().setValue(state.EXPORT_FOLDER_KEY, str(path.parent))
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
 
     # --- messages ------------------------------------------------------------------------
     def notify(self, title: str, text: str, warn: bool = True) -> None:
@@ -767,61 +873,6 @@ class MainWindow(QMainWindow):
     def _folder(self, key: str) -> str:
         folder = str(settings().value(key, "") or "")
         return folder if folder and Path(folder).is_dir() else str(Path.home())
-
-    def open_measurements(self, path: Path | str | None = None) -> bool:
-        """nccl-tests output over the figure's model (7.3, 7.4); a bad file: one line."""
-        if not self.offers("open_measurements"):
-            return False
-        if path is None:
-            path, _ = QFileDialog.getOpenFileName(
-                self, "Open measurements (nccl-tests output)", self._folder(MEASUREMENTS_KEY),
-                "nccl-tests output (*.txt *.log *.out);;All files (*)")
-            if not path:
-                return False
-        try:
-            table = read_nccl_tests(path)
-        except DataError as error:
-            self.notify("Measurements not opened", f"{error}. Nothing was changed.")
-            return False
-        settings().setValue(MEASUREMENTS_KEY, str(Path(path).parent))
-        self.models[self.current].load_measurements(table)
-        return True
-
-    # --- the user's own GPUs and models ---------------------------------------------------
-    def add_own_file(self, kind: str, path: Path | str | None = None) -> bool:
-        """File > Add GPU… or Add model…: check the file, copy it into the user's data
-        folder (the original is never written) and list it in every selector."""
-        if not self.offers(f"add_{kind}"):
-            return False
-        if path is None:
-            title, file_filter = OWN_FILE_DIALOGS[kind]
-            path, _ = QFileDialog.getOpenFileName(self, title, self._folder(OWN_FILES_KEY),
-                                                  file_filter)
-            if not path:
-                return False
-        try:
-            added = imports.add_to_user_folder(path)
-        except DataError as error:
-            self.notify("Not added", f"{error}. Nothing was changed.")
-            return False
-        settings().setValue(OWN_FILES_KEY, str(Path(path).parent))
-        self.own_files_changed()
-        self.notify("Added", f"{added.summary()}: in every selector, marked (yours).",
-                    warn=False)
-        return True
-
-    def own_files_changed(self) -> None:
-        """A GPU or model came or went: a figure set to one that went goes back to its
-        default, and the pages are built again, so every selector lists what is there."""
-        for model in self.models.values():
-            gone = {name: p.default for name, p in model.parameters().items()
-                    if p.kind is str and p.free_text is None
-                    and model.get(name) not in p.choice_values()}
-            if gone:
-                with model.batch():
-                    for name, default in gone.items():
-                        model.set(name, default)
-        self._rebuild_pages()
 
     def open_playlist(self, path: Path | str | None = None) -> bool:
         if not self.offers("open_playlist"):

@@ -88,6 +88,7 @@ class Presenter(QObject):
         self._set_actions(True)
         w.stepper = self
         w.remember_layout = False  # the layout to keep is the one from before
+        w.remember_progress = False  # a lecture's answers are no learner's progress
         w.sidebar.hide()
         w.lesson_pane.hide()
         w.menuBar().hide()
@@ -106,6 +107,7 @@ class Presenter(QObject):
         self._set_actions(False)
         w.stepper = None
         w.remember_layout = True
+        w.remember_progress = w.remember
         w.override_theme(None)
         w.sidebar.setVisible(bool(before.get("sidebar", True)))
         w.menuBar().show()

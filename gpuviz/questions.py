@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuviz import catalog
-from gpuviz.core.model import MINUS, format_value, singular, with_unit
+from gpuviz.core.model import MINUS, format_g, format_value, singular, with_unit
 from gpuviz.figure_settings import SettingsError, make_model, parse_settings
 from gpuviz.paths import resource
 
@@ -67,8 +67,8 @@ class Question:
 
     def tolerance_text(self) -> str:
         if self.relative is not None:
-            return f"within {format_value(self.relative * 100)}%"
-        return f"within ±{with_unit(format_value(self.absolute), self.unit)}"
+            return f"within {format_g(self.relative * 100)}%"
+        return f"within ±{with_unit(format_g(self.absolute), self.unit)}"
 
 
 @dataclass(frozen=True)

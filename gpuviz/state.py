@@ -28,6 +28,8 @@ TEXT_SCALE_KEY = "view/text_scale"
 REDUCED_MOTION_KEY = "view/reduced_motion"
 EXPORT_FOLDER_KEY = "export/folder"
 PLAYLIST_FOLDER_KEY = "playlist/folder"
+PROGRESS_GROUP = "questions"  # the worked questions answered right
+TOUR_SEEN_KEY = "tour/seen"
 THEME_CHOICES = ("system", "dark", "light", "projector")
 TEXT_SCALES = (0.85, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0)
 MIN_TEXT_SCALE, MAX_TEXT_SCALE = 0.75, 2.5
@@ -169,3 +171,22 @@ def save_preferences(store: QSettings, prefs: Preferences) -> None:
     store.setValue(THEME_KEY, prefs.theme)
     store.setValue(TEXT_SCALE_KEY, prefs.text_scale)
     store.setValue(REDUCED_MOTION_KEY, prefs.reduced_motion)
+
+
+# --- worked questions answered right -------------------------------------------------------
+def load_progress(store: QSettings) -> set[str]:
+    """The keys of the questions answered right (gpuviz.questions: "<lesson>-<id>")."""
+    store.beginGroup(PROGRESS_GROUP)
+    try:
+        return {key for key in store.childKeys()
+                if str(store.value(key)).strip().lower() in ("true", "1")}
+    finally:
+        store.endGroup()
+
+
+def save_progress(store: QSettings, key: str) -> None:
+    store.setValue(f"{PROGRESS_GROUP}/{key}", True)
+
+
+def forget_progress(store: QSettings) -> None:
+    store.remove(PROGRESS_GROUP)

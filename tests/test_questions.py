@@ -115,3 +115,91 @@ def test_questions_option_refuses_a_lesson_that_is_not_there(capsys, lesson, wor
     assert cli.main(["--questions", lesson]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+# --- the window: the panel, progress, modes, the handout ------------------------------------
+@pytest.fixture
+def window(themed):
+    from gpuviz import state
+    from gpuviz.main_window import MainWindow
+
+    state.forget_progress(state.settings())
+    win = MainWindow("dark")
+    win.resize(1280, 800)
+    win.show()
+    yield win
+    state.forget_progress(state.settings())
+    win.close()
+    win.deleteLater()
+
+
+def answer_right(window, number, index=0):
+    window.show_figure(number)
+    window.show_questions()
+    card = window.questions_dock.widget().cards[index]
+    card.entry.setText(card.answered.text)
+    assert card.check()
+    return card
+
+
+def lesson_line(window, lesson):
+    return window.tree.topLevelItem(lesson - 1).text(1)
+
+
+def test_a_right_answer_is_remembered_counted_in_the_sidebar_and_reset(window, themed):
+    from gpuviz import state
+    from gpuviz.main_window import MainWindow
+
+    assert lesson_line(window, 12).endswith("0/5")
+    card = answer_right(window, "12.1")
+    assert lesson_line(window, 12).endswith("1/5")
+    assert card.answered.question.key in state.load_progress(state.settings())
+    again = MainWindow("dark")  # the next start
+    assert again.tree.topLevelItem(11).text(1) == "1/5"
+    again.deleteLater()
+    window.reset_progress()
+    assert lesson_line(window, 12).endswith("0/5")
+    assert state.load_progress(state.settings()) == set()
+
+
+def test_set_it_up_opens_the_figure_at_the_questions_settings(window):
+    window.show_figure("1.1")
+    window.show_questions()
+    card = window.questions_dock.widget().cards[2]  # 1.3 at 1,024 threads, 64 registers
+    card.setup_button.click()
+    assert window.current == "1.3"
+    model = window.models["1.3"]
+    readout = model.readouts()[card.answered.question.readout]
+    assert readout.value == pytest.approx(card.answered.value)
+    card.working_button.click()
+    assert card.working.isVisibleTo(window) and readout.text in card.working.text()
+
+
+def test_lecture_and_kiosk_modes_show_the_questions_but_remember_nothing(window, themed):
+    from gpuviz import state
+    from gpuviz.app import make_window
+    from gpuviz.kiosk import KioskConfig
+    from gpuviz.presentation import Presenter
+
+    Presenter(window).enter()
+    answer_right(window, "3.1")
+    assert lesson_line(window, 3).endswith("0/4")
+    Presenter.of(window).leave()
+    kiosk = make_window("dark", kiosk=KioskConfig().with_figures())
+    answer_right(kiosk, "3.1")
+    assert state.load_progress(state.settings()) == set()
+    kiosk.deleteLater()
+
+
+def test_the_handout_has_the_answers_on_a_page_after_the_questions(window, tmp_path):
+    from gpuviz.questions_panel import handout_markdown
+
+    window.show_figure("9.2")
+    path = tmp_path / "lesson-9.pdf"
+    assert window.export_questions(path)
+    pages = path.read_bytes().count(b"/Type /Page\n")
+    assert pages >= 2
+    text = handout_markdown(catalog.LESSONS[8], questions.answered(9))
+    asks, answers = text.split("# Answers")
+    assert all(a.question.ask.strip() in asks and a.text in answers
+               for a in questions.answered(9))

@@ -1,0 +1,193 @@
+"""The Questions panel of a lesson, and its printed handout.
+
+One card per question: the question, "Set it up" (the figure at the question's settings),
+a field for the answer with its unit, the verdict, and "Show the working". The panel
+knows nothing of the window: it asks for a figure through `set_up` and says a question
+was answered right through `answered_right`; the window decides what is remembered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QMarginsF, Qt, Signal
+from PySide6.QtGui import (
+    QPageLayout,
+    QPageSize,
+    QPdfWriter,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuviz import catalog
+from gpuviz.questions import Answered, Question
+
+ANSWERS_HEADING = "Answers"
+
+
+def _markdown_label(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setTextFormat(Qt.MarkdownText)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    return label
+
+
+def where_text(question: Question) -> str:
+    """Figure 1.3 (its title), set to threads_per_block=1024, ..."""
+    spec = catalog.figure(question.figure)
+    settings = ", ".join(question.settings) or "its defaults"
+    return f"Figure {spec.number}, {spec.title}; {settings}"
+
+
+class QuestionCard(QFrame):
+    set_up = Signal(object)  # the Question
+    answered_right = Signal(object)  # the Question
+
+    def __init__(self, index: int, answered: Answered, done: bool) -> None:
+        super().__init__()
+        self.answered = answered
+        q = answered.question
+        self.setFrameShape(QFrame.StyledPanel)
+        self.ask = _markdown_label(f"**{index}.** {q.ask.strip()}")
+        self.where = QLabel(f"<small>{where_text(q)}. Answer in {q.unit or 'a number'}, "
+                            f"{q.tolerance_text()}.</small>")
+        self.where.setWordWrap(True)
+        self.setup_button = QPushButton("Set it up")
+        self.setup_button.setToolTip(f"Open figure {q.figure} at these settings")
+        self.setup_button.clicked.connect(lambda: self.set_up.emit(q))
+        self.entry = QLineEdit()
+        self.entry.setPlaceholderText(f"your answer, e.g. 12.5 {q.unit}".rstrip())
+        self.entry.setAccessibleName(f"Answer to question {index}")
+        self.entry.returnPressed.connect(self.check)
+        self.check_button = QPushButton("Check")
+        self.check_button.clicked.connect(self.check)
+        self.verdict = QLabel("Answered right before." if done else "")
+        self.verdict.setWordWrap(True)
+        self.working_button = QPushButton("Show the working")
+        self.working_button.setCheckable(True)
+        self.working_button.toggled.connect(self.show_working)
+        self.working = _markdown_label(answered.working.strip())
+        self.working.hide()
+        row = QHBoxLayout()
+        row.addWidget(self.entry, 1)
+        row.addWidget(self.check_button)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.setup_button)
+        buttons.addWidget(self.working_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        for widget in (self.ask, self.where):
+            layout.addWidget(widget)
+        layout.addLayout(buttons)
+        layout.addLayout(row)
+        layout.addWidget(self.verdict)
+        layout.addWidget(self.working)
+
+    def check(self) -> bool:
+        verdict = self.answered.check(self.entry.text())
+        self.verdict.setText(("✓ " if verdict.right else "✗ ") + verdict.message)
+        if verdict.right:
+            self.answered_right.emit(self.answered.question)
+        return verdict.right
+
+    def show_working(self, shown: bool) -> None:
+        self.working.setVisible(shown)
+        self.working_button.setText("Hide the working" if shown else "Show the working")
+
+
+class QuestionsPanel(QWidget):
+    """A lesson's questions, one card each, in a scrolling column."""
+
+    set_up = Signal(object)  # a Question: open its figure at its settings
+    answered_right = Signal(object)  # a Question
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lesson: int | None = None
+        self.cards: list[QuestionCard] = []
+        self.heading = QLabel()
+        self.heading.setWordWrap(True)
+        self.body = QWidget()
+        self.column = QVBoxLayout(self.body)
+        self.column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the cards wrap instead
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.body)
+        layout = QGridLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.heading, 0, 0)
+        layout.addWidget(scroll, 1, 0)
+
+    def show_lesson(self, lesson: catalog.Lesson, answered: list[Answered] | str,
+                    done: set[str]) -> None:
+        """The lesson's questions (or the sentence saying why they could not be loaded),
+        those in `done` marked as answered right before."""
+        self.lesson = lesson.number
+        for card in self.cards:
+            self.column.removeWidget(card)
+            card.deleteLater()
+        self.cards = []
+        if isinstance(answered, str):
+            self.heading.setText(f"<b>Lesson {lesson.number} questions</b><br>{answered}")
+            return
+        self.heading.setText(f"<b>Lesson {lesson.number}: {lesson.title}</b><br>"
+                             f"{len(answered)} questions, each answered by a figure.")
+        for index, item in enumerate(answered, 1):
+            card = QuestionCard(index, item, item.question.key in done)
+            card.set_up.connect(self.set_up)
+            card.answered_right.connect(self.answered_right)
+            self.column.insertWidget(self.column.count() - 1, card)
+            self.cards.append(card)
+
+
+# --- the handout ---------------------------------------------------------------------------
+def handout_markdown(lesson: catalog.Lesson, answered: list[Answered]) -> str:
+    """The questions, then (from the heading ANSWERS_HEADING on) the answers and working."""
+    parts = [f"# Lesson {lesson.number}: {lesson.title}\n\nWorked questions. Each is "
+             "answered by a figure of gpuviz at the settings given.\n"]
+    for index, item in enumerate(answered, 1):
+        q = item.question
+        parts.append(f"**{index}.** {q.ask.strip()}\n\n*{where_text(q)}. Answer in "
+                     f"{q.unit or 'a number'}.*\n\nAnswer: ______________________\n")
+    parts.append(f"# {ANSWERS_HEADING}\n")
+    for index, item in enumerate(answered, 1):
+        parts.append(f"**{index}.** **{item.text}** ({item.question.tolerance_text()})\n\n"
+                     f"{item.working.strip()}\n")
+    return "\n".join(parts)
+
+
+def write_handout(lesson: catalog.Lesson, answered: list[Answered], path: Path) -> None:
+    """A PDF (A4) of the lesson's questions, answers on a new page; raises OSError when
+    the file cannot be written."""
+    document = QTextDocument()
+    document.setMarkdown(handout_markdown(lesson, answered))
+    block = document.begin()
+    while block.isValid() and block.text() != ANSWERS_HEADING:
+        block = block.next()
+    if block.isValid():
+        fmt = block.blockFormat()
+        fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
+        QTextCursor(block).setBlockFormat(fmt)
+    writer = QPdfWriter(str(path))
+    writer.setTitle(f"gpuviz lesson {lesson.number} questions")
+    writer.setPageLayout(QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait,
+                                     QMarginsF(18, 18, 18, 18), QPageLayout.Millimeter))
+    document.print_(writer)
+    del writer  # the file is finished when the writer goes
+    if not path.exists() or path.stat().st_size == 0:
+        raise OSError(f"cannot write {path}")
