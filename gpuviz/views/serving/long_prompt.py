@@ -27,6 +27,7 @@ from gpuviz.models.serving.long_prompt import (
 ROLES = {DECODE: "memory", PREFILL: "compute", TRANSFER: "network"}
 FLOOR = -3.0  # log10 seconds at the bottom of the TPOT axis: 1 ms
 GAP = 0.12  # of a decode step, left between bars
+MIN_GAP_PX = 1.0
 
 
 def fill(task: Task):  # noqa: ANN201 - a QColor
@@ -83,12 +84,13 @@ class LongPromptView(FigureView):
         start, end = out.schedule.start[on_decode], out.schedule.end[on_decode]
         tpot = out.tpot[on_decode]
         # A thin gap at the end of each box, a share of one decode step (a box of several
-        # decode steps has one only at its end).
-        width = (end - start) - GAP * out.decode_step
-        rects = np.column_stack([start, np.full(len(start), FLOOR), width,
+        # decode steps has one only at its end), and at least a pixel so that it
+        # shows between the long boxes of a chunked prompt too.
+        pixel = item.getViewBox().viewPixelSize()
+        gap = max(GAP * out.decode_step, MIN_GAP_PX * pixel[0])
+        rects = np.column_stack([start, np.full(len(start), FLOOR), (end - start) - gap,
                                  np.log10(tpot) - FLOOR])
         self.bars.set_cells(rects, [fill(task) for task in tasks])
-        pixel = item.getViewBox().viewPixelSize()
         target = math.log10(out.target)
         self.target_line.set_line(0, target, out.horizon, target, pixel)
         self.target_label.setText(f"target {self.model.target_ms:g} ms")
