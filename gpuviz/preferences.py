@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from gpuviz import imports
 from gpuviz.state import TEXT_SCALES, THEME_CHOICES, Preferences
 
+OWN_LIST_MAX_WIDTH = 760  # px: the list of the user's GPUs and models grows to this
 THEME_LABELS = {"system": "Follow the system", "dark": "Dark", "light": "Light",
                 "projector": "Projector (white, big type, thick lines)"}
 
@@ -53,6 +54,7 @@ class PreferencesDialog(QDialog):
         form.addRow("Text &size:", self.text_scale)
         form.addRow("", self.reduced_motion)
         self.own = QListWidget()
+        self.own.setMaximumHeight(6 * self.own.fontMetrics().height())
         self.own.setToolTip("Added with File > Add GPU… or Add model…, or dropped in the "
                             "folder below; every GPU and model selector lists them")
         self.remove = QPushButton("&Remove")
@@ -63,6 +65,8 @@ class PreferencesDialog(QDialog):
             lambda item, _old: self.remove.setEnabled(item is not None))
         folder = QLabel(str(imports.user_folder()))
         folder.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        folder.setToolTip("GPU files (*.toml) go in its gpus folder, model configs "
+                          "(*.json) in its models folder; both are read at every start")
         form.addRow("Your GPUs and\nmodels:", self.own)
         form.addRow("", self.remove)
         form.addRow("Their folder:", folder)
@@ -80,6 +84,11 @@ class PreferencesDialog(QDialog):
             self.own.addItem(QListWidgetItem("None yet"))
             self.own.item(0).setFlags(Qt.NoItemFlags)
         self.remove.setEnabled(False)
+        # Wide enough for the longest line (a model's two counts), within reason.
+        widest = max(self.own.fontMetrics().horizontalAdvance(self.own.item(row).text())
+                     for row in range(self.own.count()))
+        self.own.setMinimumWidth(min(widest + 3 * self.own.fontMetrics().height(),
+                                     OWN_LIST_MAX_WIDTH))
 
     def remove_selected(self) -> None:
         item = self.own.currentItem()

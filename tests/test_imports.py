@@ -178,8 +178,8 @@ def test_the_user_folder_comes_back_and_a_broken_file_is_left_out(tmp_path):
     problems = imports.load_user_folder()
     assert [Path(p.path).name for p in problems] == ["broken.toml"]
     assert [e.summary() for e in imports.user_entries()] == [
-        f"GPU My H100 (id {added.id})",
-        "model Mistral-7B-v0.1 (id mistral_7b_v0_1): 7,241,732,096 parameters"]
+        f"My H100 (GPU, id {added.id})",
+        "Mistral-7B-v0.1 (model, id mistral_7b_v0_1): 7,241,732,096 parameters"]
     imports.remove("gpu", "my_h100")
     assert not (folder / "gpus" / "my_h100.toml").exists()
     assert "my_h100" not in dict(gpu_choices())
@@ -232,7 +232,7 @@ def test_the_window_adds_a_gpu_lists_it_in_preferences_and_removes_it(themed, qt
     assert any(combo.findText("My H100 (yours)") >= 0 for combo in combos)
     window.model("2.1").set("gpu", "my_h100")
     dialog = window.show_preferences()
-    assert dialog.own.item(0).text() == "GPU My H100 (id my_h100)"
+    assert dialog.own.item(0).text() == "My H100 (GPU, id my_h100)"
     dialog.own.setCurrentRow(0)
     dialog.remove.click()
     assert dialog.own.item(0).text() == "None yet"

@@ -50,7 +50,7 @@ class Imported:
 
     def summary(self) -> str:
         """One line for messages and Preferences, counts to the last parameter."""
-        text = f"{KIND_WORDS[self.kind]} {self.name} (id {self.id})"
+        text = f"{self.name} ({KIND_WORDS[self.kind]}, id {self.id})"
         if self.total_params is not None:
             text += f": {self.total_params:,} parameters"
             if self.active_params != self.total_params:
