@@ -52,10 +52,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuviz import __version__, catalog, export, questions, state, theme
+from gpuviz import __version__, catalog, export, imports, questions, state, theme
 from gpuviz.clock import AppClock
 from gpuviz.core.trace import has_trace
+from gpuviz.data import DataError
 from gpuviz.figure_settings import SettingsError, apply_settings, parse_settings
+from gpuviz.imports.nccl_tests import read_nccl_tests
 from gpuviz.lessons import load_lesson_text
 from gpuviz.playlist import (
     PLAYLIST_SUFFIX,
@@ -67,6 +69,16 @@ from gpuviz.playlist import (
 
 FIGURE_ROLE = Qt.UserRole
 LESSON_ROLE = Qt.UserRole + 1  # a lesson's number, on its sidebar item
+MEASUREMENTS_KEY = "measurements/folder"  # where File > Open measurements last looked
+OWN_FILES_KEY = "own/folder"  # where File > Add GPU… or Add model… last looked
+# File > Add GPU… and Add model…: the dialog's title and filter (either takes either kind:
+# gpuviz.imports tells them apart by content)
+OWN_FILE_DIALOGS = {
+    imports.GPU: ("Add GPU (a TOML file like resources/hardware/*.toml)",
+                  "GPU files (*.toml);;All files (*)"),
+    imports.MODEL: ("Add model (a Hugging Face config.json)",
+                    "Model configs (*.json);;All files (*)"),
+}
 # Built figure pages kept at once (the current one among them); a page costs several MB,
 # and a kiosk visits every figure all day.
 MAX_PAGES = 4
@@ -348,6 +360,9 @@ class MainWindow(QMainWindow):
         self.clock.follow(self.models[number])
         if "export_trace" in self.actions:  # only a figure with a timeline has a trace
             self.actions["export_trace"].setEnabled(has_trace(self.models[number]))
+        if "open_measurements" in self.actions:  # only 7.3 and 7.4 draw nccl-tests output
+            self.actions["open_measurements"].setEnabled(
+                hasattr(self.models[number], "load_measurements"))
         spec = catalog.figure(number)
         self.setWindowTitle(f"gpuviz — {spec.number} {spec.title}")
         for item in self._items():
@@ -601,6 +616,10 @@ class MainWindow(QMainWindow):
         add("export_data", "Export &data (CSV)…", lambda: self.export_data())
         add("export_trace", "Export &trace (Perfetto, chrome://tracing)…",
             lambda: self.export_trace())
+        add("open_measurements", "Open &measurements (nccl-tests)…",
+            lambda: self.open_measurements())
+        add("add_gpu", "Add &GPU…", lambda: self.add_own_file(imports.GPU))
+        add("add_model", "Add mode&l (config.json)…", lambda: self.add_own_file(imports.MODEL))
         add("open_playlist", "&Open playlist…", lambda: self.open_playlist())
         add("save_playlist", "&Save playlist…", lambda: self.save_playlist())
         add("clear_playlist", "C&lear playlist", lambda: self.set_playlist([]))
@@ -617,6 +636,9 @@ class MainWindow(QMainWindow):
         file_menu = self.menus["file"] = bar.addMenu("&File")
         for key in ("export", "copy", "copy_readouts", "export_data", "export_trace"):
             file_menu.addAction(a[key])
+        file_menu.addAction(a["open_measurements"])
+        file_menu.addAction(a["add_gpu"])
+        file_menu.addAction(a["add_model"])
         file_menu.addAction(a["export_questions"])
         file_menu.addSeparator()
         for key in ("open_playlist", "save_playlist", "clear_playlist"):
@@ -681,6 +703,9 @@ class MainWindow(QMainWindow):
         if remember and self.remember:
             settings().setValue(state.THEME_KEY, name)
         self._mark_theme()
+        self._rebuild_pages()
+
+    def _rebuild_pages(self) -> None:
         current = self.current
         for number in list(self.pages):
             self._drop_page(number)
@@ -718,6 +743,7 @@ class MainWindow(QMainWindow):
         from gpuviz.preferences import PreferencesDialog
 
         dialog = PreferencesDialog(self.preferences(), self)
+        dialog.own_files_changed.connect(self.own_files_changed)
         dialog.accepted.connect(lambda: self.apply_preferences(dialog.preferences()))
         dialog.setAttribute(Qt.WA_DeleteOnClose)
         dialog.open()
@@ -873,6 +899,61 @@ class MainWindow(QMainWindow):
     def _folder(self, key: str) -> str:
         folder = str(settings().value(key, "") or "")
         return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def open_measurements(self, path: Path | str | None = None) -> bool:
+        """nccl-tests output over the figure's model (7.3, 7.4); a bad file: one line."""
+        if not self.offers("open_measurements"):
+            return False
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Open measurements (nccl-tests output)", self._folder(MEASUREMENTS_KEY),
+                "nccl-tests output (*.txt *.log *.out);;All files (*)")
+            if not path:
+                return False
+        try:
+            table = read_nccl_tests(path)
+        except DataError as error:
+            self.notify("Measurements not opened", f"{error}. Nothing was changed.")
+            return False
+        settings().setValue(MEASUREMENTS_KEY, str(Path(path).parent))
+        self.models[self.current].load_measurements(table)
+        return True
+
+    # --- the user's own GPUs and models ---------------------------------------------------
+    def add_own_file(self, kind: str, path: Path | str | None = None) -> bool:
+        """File > Add GPU… or Add model…: check the file, copy it into the user's data
+        folder (the original is never written) and list it in every selector."""
+        if not self.offers(f"add_{kind}"):
+            return False
+        if path is None:
+            title, file_filter = OWN_FILE_DIALOGS[kind]
+            path, _ = QFileDialog.getOpenFileName(self, title, self._folder(OWN_FILES_KEY),
+                                                  file_filter)
+            if not path:
+                return False
+        try:
+            added = imports.add_to_user_folder(path)
+        except DataError as error:
+            self.notify("Not added", f"{error}. Nothing was changed.")
+            return False
+        settings().setValue(OWN_FILES_KEY, str(Path(path).parent))
+        self.own_files_changed()
+        self.notify("Added", f"{added.summary()}: in every selector, marked (yours).",
+                    warn=False)
+        return True
+
+    def own_files_changed(self) -> None:
+        """A GPU or model came or went: a figure set to one that went goes back to its
+        default, and the pages are built again, so every selector lists what is there."""
+        for model in self.models.values():
+            gone = {name: p.default for name, p in model.parameters().items()
+                    if p.kind is str and p.free_text is None
+                    and model.get(name) not in p.choice_values()}
+            if gone:
+                with model.batch():
+                    for name, default in gone.items():
+                        model.set(name, default)
+        self._rebuild_pages()
 
     def open_playlist(self, path: Path | str | None = None) -> bool:
         if not self.offers("open_playlist"):
