@@ -14,6 +14,7 @@ from gpuviz.data import DataError
 from gpuviz.data.hardware import USER_GPUS, gpu_choices, hardware_dir
 from gpuviz.data.models import USER_MODELS, load_models, model, model_choices
 from gpuviz.imports.hf_config import parse_config
+from gpuviz.models.memory import layer_weight_blocks
 from gpuviz.models.transformer import parameter_count
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -68,6 +69,10 @@ def test_mixtral_counts_every_expert_and_the_two_a_token_uses():
     imported = imports.import_file(CONFIGS / "Mixtral-8x7B-v0.1.json")
     assert imported.total_params == 46_702_792_704
     assert imported.active_params == 12_879_925_248
+    # 6.2's bars: each MLP matrix holds all 8 experts', the router joins the norms
+    blocks = {b.name: b.count for b in layer_weight_blocks(model(imported.id))}
+    assert blocks["gate"] == 8 * 4096 * 14336
+    assert blocks["small"] == 2 * 4096 + 8 * 4096
 
 
 def test_qwen_moe_counts_the_shared_expert_and_the_gates():

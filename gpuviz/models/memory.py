@@ -182,8 +182,11 @@ class WeightBlock:
 
 def layer_weight_blocks(cfg: ModelConfig) -> list[WeightBlock]:
     """Each weight matrix of one layer, then all its biases and norm gains together.
-    Sums to `transformer.parameter_count(cfg).per_layer`."""
-    h, f, dh = cfg.hidden, cfg.intermediate, cfg.head_dim
+    Sums to `transformer.parameter_count(cfg).per_layer`. A mixture of experts' MLP
+    matrices hold every expert's (and a shared expert's); its router and shared-expert
+    gate (h E + h) join the biases and norms."""
+    h, dh = cfg.hidden, cfg.head_dim
+    f = cfg.experts * cfg.intermediate + cfg.shared_expert_intermediate
     q, kv = cfg.heads * dh, cfg.kv_heads * dh
     blocks = [WeightBlock("wq", "Q", h * q), WeightBlock("wk", "K", h * kv),
               WeightBlock("wv", "V", h * kv), WeightBlock("wo", "O", q * h)]

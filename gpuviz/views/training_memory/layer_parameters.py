@@ -95,7 +95,8 @@ class LayerParametersView(FigureView):
         cfg = out.cfg
         self.layer_label.setText(f"one layer = {format_value(per_layer, 'd²', decimals=3)}  "
                                  f"(d = {cfg.hidden:,}, "
-                                 f"{cfg.attention_kind}, f = {cfg.intermediate:,})")
+                                 f"{cfg.attention_kind}, f = {cfg.intermediate:,}"
+                                 f"{f' × {cfg.experts} experts' if cfg.experts > 1 else ''})")
         self.layer_label.setPos(len(SLOTS) - 0.5, y_max)
 
         count = out.count
