@@ -15,6 +15,8 @@ from gpuviz.data.hardware import USER_GPUS, gpu_choices, hardware_dir
 from gpuviz.data.models import USER_MODELS, load_models, model, model_choices
 from gpuviz.imports.hf_config import parse_config
 from gpuviz.models.memory import layer_weight_blocks
+from gpuviz.models.profiling.mfu import matmul_parameters
+from gpuviz.models.tensor_pipeline.tp_comm import layer_matmul_weights
 from gpuviz.models.transformer import parameter_count
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -73,6 +75,10 @@ def test_mixtral_counts_every_expert_and_the_two_a_token_uses():
     blocks = {b.name: b.count for b in layer_weight_blocks(model(imported.id))}
     assert blocks["gate"] == 8 * 4096 * 14336
     assert blocks["small"] == 2 * 4096 + 8 * 4096
+    # what a token multiplies by: 9.3's layer weights and 13.3's N take two experts
+    cfg = model(imported.id)
+    assert layer_matmul_weights(cfg) == 4096 * (2 * 4096 + 2 * 1024) + 2 * 3 * 4096 * 14336
+    assert matmul_parameters(cfg) == imported.active_params - 32000 * 4096
 
 
 def test_qwen_moe_counts_the_shared_expert_and_the_gates():

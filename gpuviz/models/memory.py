@@ -201,6 +201,13 @@ def layer_weight_blocks(cfg: ModelConfig) -> list[WeightBlock]:
     return blocks
 
 
+def active_layer(cfg: ModelConfig) -> ModelConfig:
+    """The dense layer one token runs through: a mixture of experts' routed and shared
+    experts as one MLP as wide as they are together (a dense model is itself)."""
+    return dataclasses.replace(cfg, intermediate=tf.active_mlp_width(cfg), experts=1,
+                               experts_per_token=1, shared_expert_intermediate=0)
+
+
 def llama_ffn_width(hidden: int, multiple_of: int = 256) -> int:
     """The Llama MLP width without a multiplier: (2/3) 4h rounded up to `multiple_of`
     (Meta's model code; 11,008 for h = 4,096), which keeps 3hf close to 8h^2."""

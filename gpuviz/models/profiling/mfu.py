@@ -72,10 +72,11 @@ def peak_flops(accelerator: str) -> float:
 
 
 def matmul_parameters(cfg: ModelConfig) -> int:
-    """N: every parameter but an untied input embedding (and learned positions)."""
+    """N: every parameter a token multiplies by (a mixture of experts: the experts it is
+    routed to), but an untied input embedding (and learned positions)."""
     count = parameter_count(cfg)
     lookups = count.position_embedding + (0 if cfg.tied_embeddings else count.token_embedding)
-    return count.total - lookups
+    return count.active - lookups
 
 
 def attention_width(cfg: ModelConfig, which: str) -> int:

@@ -38,7 +38,7 @@ from gpuviz.data.hardware import DEFAULT_GPU
 from gpuviz.data.models import ModelConfig, model, model_choices
 from gpuviz.models.alpha_beta import Link, network, nvlink, ring_allreduce_time
 from gpuviz.models.data_parallel import ACHIEVED_TFLOPS
-from gpuviz.models.memory import layer_weight_blocks
+from gpuviz.models.memory import active_layer, layer_weight_blocks
 
 GPUS_PER_NODE = 8  # an HGX/DGX H100 server: 8 GPUs on one NVLink switch
 ACTIVATION_BYTES = 2  # 16-bit activations and gradients on the wire
@@ -52,9 +52,10 @@ DEFAULT_MODEL = "llama2_70b"
 
 @functools.cache
 def layer_matmul_weights(cfg: ModelConfig) -> int:
-    """W: the weights of one layer's matmuls (attention projections and the MLP), without
-    biases and norms."""
-    return sum(block.count for block in layer_weight_blocks(cfg) if block.name != "small")
+    """W: the weights of one layer's matmuls (attention projections and the MLP; for a
+    mixture of experts the ones a token is routed to), without biases and norms."""
+    return sum(block.count for block in layer_weight_blocks(active_layer(cfg))
+               if block.name != "small")
 
 
 def link_of(name: str, gpu_key: str = DEFAULT_GPU) -> Link:
