@@ -283,8 +283,9 @@ class ActivationItem:
 
 def activation_items(cfg: ModelConfig, dropout: bool = True) -> list[ActivationItem]:
     """Every tensor one layer keeps, in the order the forward pass makes them (see the
-    module docstring); AS2B items are the attention core's s x s matrices."""
-    h, f = cfg.hidden, cfg.intermediate
+    module docstring); AS2B items are the attention core's s x s matrices. A mixture of
+    experts keeps what each token's experts make, so its MLP is as wide as they are."""
+    h, f = cfg.hidden, tf.active_mlp_width(cfg)
     q, kv = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
     norm = "LayerNorm" if cfg.norm == "layernorm" else "RMSNorm"
     items = [
