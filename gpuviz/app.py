@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trace", metavar="JSON", type=Path,
                         help="save the figure's timeline as a Chrome trace (Perfetto, "
                              "chrome://tracing) and exit")
+    parser.add_argument("--open-trace", metavar="JSON", type=Path,
+                        help="show a Chrome trace (as torch.profiler writes it) in figure "
+                             "13.1; with --readout, print its numbers")
     parser.add_argument("--size", metavar="WxH", default="1280x800",
                         help="screenshot size in pixels (default 1280x800)")
     parser.add_argument("--theme", choices=THEME_NAMES, default=None,
@@ -211,6 +214,26 @@ def save_trace(spec, model, path: Path) -> None:  # noqa: ANN001
         raise UsageError(f"--trace: {error}") from None
 
 
+def trace_figure(spec):  # noqa: ANN001, ANN201 - FigureSpec
+    """The figure --open-trace shows a trace in: 13.1, given or not."""
+    from gpuviz.trace_reading import PUZZLE_FIGURE
+
+    if spec is not None and spec.number != PUZZLE_FIGURE:
+        raise UsageError(f"--open-trace shows a trace in figure {PUZZLE_FIGURE}, "
+                         f"not {spec.number}")
+    return resolve_figure(PUZZLE_FIGURE)
+
+
+def open_trace_file(model, path: Path) -> None:  # noqa: ANN001
+    """Read a trace into 13.1's model (no window)."""
+    from gpuviz.trace_reading import TraceError, read_profile
+
+    try:
+        model.open_trace(path.name, read_profile(path))
+    except TraceError as error:
+        raise UsageError(f"--open-trace {error}") from None
+
+
 def quiet_offscreen_warnings() -> None:
     """Drop the offscreen platform's warnings about window hints it cannot honour
     (harmless when rendering offscreen); every other Qt message still goes to stderr."""
@@ -268,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(imported, indent=2, ensure_ascii=False))
             return 0
         spec = resolve_figure(args.figure)
+        if args.open_trace is not None:
+            spec = trace_figure(spec)
         if (args.readout or args.screenshot or args.trace or args.set) and spec is None:
             raise UsageError("--set, --readout, --screenshot and --trace need --figure L.F")
         values = parse_settings(spec, args.set) if spec else {}
@@ -279,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--kiosk cannot be combined with --present or --playlist")
         if args.readout or args.screenshot or args.trace:
             model = make_model(spec, values)
+            if args.open_trace is not None:
+                open_trace_file(model, args.open_trace)
             if args.trace:
                 save_trace(spec, model, args.trace)
             if args.screenshot:
@@ -298,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     return run_window(spec, values, args.theme, warnings, present=args.present,
-                      playlist=playlist, kiosk=kiosk)
+                      playlist=playlist, kiosk=kiosk, trace_file=args.open_trace)
 
 
 def parse_playlist_option(text: str | None):  # noqa: ANN201 - list[PlaylistEntry], None
@@ -389,7 +416,7 @@ def keep_large_blocks_out_of_the_heap() -> None:
 
 def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: ANN001
                warnings: list[str], *, present: bool = False,
-               playlist=None, kiosk=None) -> int:  # noqa: ANN001
+               playlist=None, kiosk=None, trace_file: Path | None = None) -> int:  # noqa: ANN001
     import gc
 
     keep_large_blocks_out_of_the_heap()
@@ -439,6 +466,8 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
             window.show_figure(first)
             if kiosk is not None:
                 Kiosk.of(window).go_to_start_step()
+        if trace_file is not None:
+            window.open_trace(trace_file)
         # What exists now lives as long as the window: keep the garbage collector from
         # walking it again on every collection while the user drags a slider.
         gc.freeze()
@@ -446,6 +475,8 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
             window.set_playlist(playlist)
         if present:
             Presenter.of(window).enter()
+        elif kiosk is None and not state.tour_seen(store):
+            window.start_tour()  # the first run
         if settings_message:
             window.notify("Settings reset", settings_message)
         for warning in warnings:

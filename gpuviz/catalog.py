@@ -662,6 +662,17 @@ LESSONS: tuple[Lesson, ...] = (
     )),
     Lesson(13, "profiling", "Profiling, MFU and compilation", "13-profiling.md", (
         FigureSpec(
+            "13.1", "puzzle", "The profiler puzzle: name the problem",
+            "Five profiles of one training step, drawn as a profiler draws them: the CPU "
+            "row (grey launches, pink waits), the compute stream (blue kernels, an orange "
+            "copy), the NCCL stream (aqua all-reduces) and violet where the GPU has "
+            "nothing to run. Each timeline has one problem. <i>Try this:</i> pick a "
+            "timeline, name its problem with the buttons, then Apply the fix and compare "
+            "the new step with the dashed old one. File &gt; Open trace shows a "
+            "torch.profiler trace of your own on the same rows, with the same numbers.",
+            "profiling.puzzle:PuzzleModel", "profiling.puzzle:PuzzleView",
+            "profiler-puzzle"),
+        FigureSpec(
             "13.2", "regime", "Overhead, memory or compute: which fix helps",
             "One bf16 matmul of size n followed by k elementwise ops on an H100, each "
             "kernel launch costing the CPU 3.6 µs. Above, the step time against n; below, "

@@ -616,6 +616,8 @@ class MainWindow(QMainWindow):
         add("export_data", "Export &data (CSV)…", lambda: self.export_data())
         add("export_trace", "Export &trace (Perfetto, chrome://tracing)…",
             lambda: self.export_trace())
+        add("open_trace", "&Open trace in 13.1 (torch.profiler, Chrome trace)…",
+            lambda: self.open_trace())
         add("open_measurements", "Open &measurements (nccl-tests)…",
             lambda: self.open_measurements())
         add("add_gpu", "Add &GPU…", lambda: self.add_own_file(imports.GPU))
@@ -629,12 +631,14 @@ class MainWindow(QMainWindow):
         add("export_questions", "Export &questions (PDF handout)…",
             lambda: self.export_questions())
         add("reset_progress", "Forget &answered questions", self.reset_progress)
+        add("tour", "&Tour", self.start_tour)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
         a = self.actions
         file_menu = self.menus["file"] = bar.addMenu("&File")
-        for key in ("export", "copy", "copy_readouts", "export_data", "export_trace"):
+        for key in ("export", "copy", "copy_readouts", "export_data", "export_trace",
+                    "open_trace"):
             file_menu.addAction(a[key])
         file_menu.addAction(a["open_measurements"])
         file_menu.addAction(a["add_gpu"])
@@ -664,6 +668,7 @@ class MainWindow(QMainWindow):
             themes.addAction(action)
         self._mark_theme()
         help_menu = bar.addMenu("&Help")
+        help_menu.addAction(a["tour"])
         action = QAction("&Keyboard shortcuts", self)
         action.triggered.connect(self.show_shortcuts)
         help_menu.addAction(action)
@@ -796,6 +801,16 @@ class MainWindow(QMainWindow):
             panel.show_lesson(lesson, answered, self.progress)
         self.questions_dock.show()
 
+    def start_tour(self) -> None:
+        """The tour of the window's parts (gpuviz.tour); remembered as seen."""
+        from gpuviz.tour import Tour
+
+        if not self.offers("tour") or Tour.of(self) is not None:
+            return
+        if self.remember:
+            settings().setValue(state.TOUR_SEEN_KEY, True)
+        Tour(self).start()
+
     def set_up_question(self, question: questions.Question) -> None:
         """Open the question's figure at its settings (and step), from its defaults."""
         spec = catalog.figure(question.figure)
@@ -899,6 +914,27 @@ class MainWindow(QMainWindow):
     def _folder(self, key: str) -> str:
         folder = str(settings().value(key, "") or "")
         return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def open_trace(self, path: Path | str | None = None) -> bool:
+        """Show a trace file in figure 13.1, read off the UI thread (asks for the file when
+        `path` is None); a file that cannot be read is said in a message. False when no
+        file was picked."""
+        from gpuviz.trace_reading import PUZZLE_FIGURE, start_reading  # models: not at start
+
+        if not self.offers("open_trace"):
+            return False
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Open trace (torch.profiler, Chrome trace)",
+                self._folder(state.EXPORT_FOLDER_KEY), "Chrome traces (*.json);;All files (*)")
+            if not path:
+                return False
+        path = Path(path)
+        self.show_figure(PUZZLE_FIGURE)
+        model = self.models[PUZZLE_FIGURE]
+        start_reading(path, self, lambda profile: model.open_trace(path.name, profile),
+                      lambda line: self.notify("Trace not opened", line))
+        return True
 
     def open_measurements(self, path: Path | str | None = None) -> bool:
         """nccl-tests output over the figure's model (7.3, 7.4); a bad file: one line."""

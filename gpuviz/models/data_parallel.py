@@ -38,7 +38,7 @@ from gpuviz.core.model import (
     time_readout,
 )
 from gpuviz.core.schedule import Schedule, Task, schedule, schedule_at
-from gpuviz.core.trace import Lane, Trace
+from gpuviz.core.trace import COMMUNICATION, Lane, Trace
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
@@ -108,7 +108,7 @@ def ring_pass_seconds(nbytes: float, gpus: int, bandwidth: float, alpha: float) 
 BACKWARD_LANE, ALLREDUCE_LANE = "backward", "all-reduce"
 ONE_GPU = "one GPU of 8"  # every GPU runs the same timeline
 BUCKETING_LANES = (Lane(ONE_GPU, BACKWARD_LANE, "Backward"),
-                   Lane(ONE_GPU, ALLREDUCE_LANE, "All-reduce"))
+                   Lane(ONE_GPU, ALLREDUCE_LANE, "All-reduce", COMMUNICATION))
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def overlap_threshold(gpus: int, bandwidth: float, flops: float) -> float:
 
 COMPUTE_STREAM, COMM_STREAM = "compute", "communication"
 FSDP_LANES = (Lane(ONE_GPU, COMPUTE_STREAM, "Compute"),
-              Lane(ONE_GPU, COMM_STREAM, "Communication"))
+              Lane(ONE_GPU, COMM_STREAM, "Communication", COMMUNICATION))
 
 
 def fsdp_tasks(units: int, forward: float, gather: float, scatter: float, *,
