@@ -191,6 +191,8 @@ def test_the_user_folder_comes_back_and_a_broken_file_is_left_out(tmp_path):
     assert [e.summary() for e in imports.user_entries()] == [
         f"My H100 (GPU, id {added.id})",
         "Mistral-7B-v0.1 (model, id mistral_7b_v0_1): 7,241,732,096 parameters"]
+    again = imports.add_to_user_folder(folder / "models" / "Mistral-7B-v0.1.json")
+    assert again.id == "mistral_7b_v0_1"  # a file of the folder itself stays put
     imports.remove("gpu", "my_h100")
     assert not (folder / "gpus" / "my_h100.toml").exists()
     assert "my_h100" not in dict(gpu_choices())

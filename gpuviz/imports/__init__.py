@@ -139,23 +139,23 @@ def add_to_user_folder(path: str | Path) -> Imported:
     if imported.kind not in FOLDERS:
         raise DataError(path, "", "holds nccl-tests output, not a GPU or a model; open it "
                                   "on figure 7.3 or 7.4 with File > Open measurements")
-    target = _user_file(imported.kind, imported.id, path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = _user_file(imported.kind, path)
+    replaced = user_files(imported.kind).get(imported.id)
     if target.resolve() != path.resolve():
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
         except OSError as error:
             raise DataError(target, "", f"cannot be written ({error.strerror})") from None
+    if replaced is not None and replaced.resolve() != target.resolve():
+        replaced.unlink(missing_ok=True)  # an older file of the same id
     return import_file(target)
 
 
-def _user_file(kind: str, key: str, source: Path) -> Path:
-    """A file's place in the user's folder. A model keeps its name (a checkpoint's
-    config.json its folder's); the file of the same id it replaces goes."""
+def _user_file(kind: str, source: Path) -> Path:
+    """A file's place in the user's folder: a model keeps its name (a checkpoint's
+    config.json its folder's), a GPU its file name (its id)."""
     folder, pattern = FOLDERS[kind]
-    existing = user_files(kind).get(key)
-    if existing is not None:
-        existing.unlink(missing_ok=True)
     stem = re.sub(r"[^\w.-]+", "_", display_name(source)) if kind == MODEL else source.stem
     return user_folder() / folder / (stem + pattern[1:])
 
