@@ -86,7 +86,7 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 
 def measure_figure(spec, app, size=(1280, 800)) -> dict[str, float | None]:  # noqa: ANN001
-    from PySide6.QtWidgets import QComboBox, QSlider
+    from PySide6.QtWidgets import QAbstractButton, QComboBox, QSlider
 
     from gpuviz.core.figure_view import FigurePage
 
@@ -123,6 +123,12 @@ def measure_figure(spec, app, size=(1280, 800)) -> dict[str, float | None]:  # n
         start = combo.currentIndex()
         for index in [*range(combo.count()), start]:
             timed(lambda c=combo, i=index: c.setCurrentIndex(i))
+    # Switches and choice buttons (a figure may have no other control: 13.1), each
+    # pressed twice: a check box goes back, an exclusive choice stays.
+    for button in page.view.controls.findChildren(QAbstractButton):
+        if button.isCheckable() and button.isVisible():
+            for _ in range(2):
+                timed(button.click)
     model.reset()
     app.processEvents()
 

@@ -56,8 +56,8 @@ STEPS = {
     # The slowest rank (1.3x: copy 26, F 65, B 130, from 3.6) ends B4 at 809.6; AR4 889.6,
     # Adam 929.6.
     "D": ("straggler", 929.6, HEALTHY),
-    # The batch comes at 400: everything 400 later.
-    "E": ("loader", 1143.6, HEALTHY),
+    # The batch comes at 250: everything 250 later.
+    "E": ("loader", 993.6, HEALTHY),
 }
 
 
@@ -86,8 +86,8 @@ def test_what_each_case_shows_in_its_numbers():
     # The straggler: the GPU idles with every kernel launched, waiting for the other rank
     # (AR2 ends at 629.6, AR3 starts at 679.6; AR3 ends at 759.6, AR4 starts at 809.6).
     assert us(profiles["D"].kernel_wait) == pytest.approx(50 + 50)
-    # The loader: 400 of waiting for the host before the copy is even launched.
-    assert us(profiles["E"].host_wait) == pytest.approx(403.6)
+    # The loader: 250 of waiting for the host before the copy is even launched.
+    assert us(profiles["E"].host_wait) == pytest.approx(253.6)
 
 
 def test_naming_the_problem_and_applying_the_fix():

@@ -21,6 +21,7 @@ chosen so each problem shows); the numbers read out are trace_analysis's.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from gpuviz.core.model import FigureModel, Parameter, Readout
@@ -187,7 +188,7 @@ CASES = {
     "B": ("launch", SMALL),
     "C": ("comm", replace(LARGE, buckets=1)),
     "D": ("straggler", replace(LARGE, slowest_rank=1.3)),
-    "E": ("loader", replace(LARGE, loader_us=400.0)),
+    "E": ("loader", replace(LARGE, loader_us=250.0)),
 }
 UNNAMED = "none"
 
@@ -201,11 +202,19 @@ class PuzzleOut:
     profile_after: Profile
 
 
+@functools.cache  # five cases, each the same every time: computed once
 def case_traces(case: str) -> tuple[Trace, Trace]:
     """A case's step with its problem and with the fix (µs)."""
     problem, step = CASES[case]
     return (Trace(step_schedule(step), LANES, US),
             Trace(step_schedule(FIXES[problem](step)), LANES, US))
+
+
+@functools.cache
+def puzzle_case(case: str) -> PuzzleOut:
+    """A case's steps and their numbers."""
+    before, after = case_traces(case)
+    return PuzzleOut(CASES[case][0], before, after, analyse(before), analyse(after))
 
 
 class PuzzleModel(FigureModel):
@@ -247,8 +256,7 @@ class PuzzleModel(FigureModel):
         self.opened = None
 
     def compute(self) -> PuzzleOut:
-        before, after = case_traces(self.case)
-        return PuzzleOut(CASES[self.case][0], before, after, analyse(before), analyse(after))
+        return puzzle_case(self.case)
 
     @property
     def profile(self) -> Profile:
@@ -287,8 +295,8 @@ class PuzzleModel(FigureModel):
     def comment(self) -> str:
         """The sentence under the timeline: what to do, the hint, or why and the fix."""
         if self.opened is not None:
-            return ("An opened trace, read as one step on the puzzle's rows; pick a "
-                    "timeline to go back to the puzzle.")
+            return ("An opened trace, read as one step on the puzzle's rows; Back to the "
+                    "puzzle (or another timeline) returns to the puzzle.")
         problem = PROBLEMS[self.out.problem]
         answered = self.answered
         if answered is None:

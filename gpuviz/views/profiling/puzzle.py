@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
+from gpuviz.core.log_axes import nice_ceiling
 from gpuviz.core.model import time_text
 from gpuviz.core.plots import Segment, opaque_blend, pen, plot_widget, text_item
 from gpuviz.core.schedule import Task
@@ -45,7 +46,7 @@ class PuzzleView(FigureView):
             ("NCCL kernel", self.fills["nccl"]), ("GPU idle", theme.color("idle"))])
         item = self.plot.getPlotItem()
         self.before_line = Segment(pen("text", 1.5, Qt.DashLine))
-        self.before_label = text_item("", "text", 9, anchor=(1, 1))
+        self.before_label = text_item("", "text", 9, anchor=(1, 0))
         for part in (self.before_line, self.before_label):
             item.addItem(part)
             part.setZValue(3)
@@ -77,7 +78,10 @@ class PuzzleView(FigureView):
             self.timeline.set_idle([lane for lane in lanes for _ in gaps],
                                    [a * self.factor for _ in lanes for a, _ in gaps],
                                    [b * self.factor for _ in lanes for _, b in gaps])
-            self.timeline.set_time_range(widest * self.factor)
+            # The puzzle's axis moves in 1-2-5 steps: four of its cases share one.
+            limit = widest * self.factor
+            self.timeline.set_time_range(limit if opened else nice_ceiling(limit),
+                                         exact=not opened)
         self.before_line.setVisible(before is not None)
         self.before_label.setVisible(before is not None)
         if before is not None and self.needs_update("before", before):
@@ -85,7 +89,7 @@ class PuzzleView(FigureView):
             box = self.plot.getPlotItem().getViewBox()
             self.before_line.set_line(x, -0.6, x, len(ROWS) - 0.4, box.viewPixelSize())
             self.before_label.setText(f"before the fix: {time_text(before, 4)}")
-            self.before_label.setPos(x, -0.5)
+            self.before_label.setPos(x, -0.6)  # the top of the plot, the text under it
         self.message.show_message(model.comment(), warn=model.answered is False)
 
     def _fill(self, task: Task):  # noqa: ANN202 - QColor
