@@ -15,7 +15,7 @@ from gpuviz import catalog
 from gpuviz.app import main
 from gpuviz.core import trace as trace_module
 from gpuviz.core.schedule import Task, schedule_at
-from gpuviz.core.trace import COMMUNICATION, COMPUTE, CPU, Lane, Trace, write_trace
+from gpuviz.core.trace import COMMUNICATION, COMPUTE, CPU, Lane, Trace, read_trace, write_trace
 from gpuviz.models.profiling import (
     CASES,
     PROBLEMS,
@@ -280,3 +280,24 @@ def test_open_trace_in_the_window(window, qtbot, tmp_path):
     assert window.open_trace(bad)
     qtbot.waitUntil(lambda: len(window.messages) > count, timeout=5000)
     assert window.messages[-1].startswith("bad.json: ") and model.opened is None
+
+
+def test_reading_reports_progress_and_stops_when_cancelled(qtbot, monkeypatch):
+    from PySide6.QtCore import Qt
+
+    from gpuviz.trace_reading import TraceJob
+
+    monkeypatch.setattr(trace_module, "_PROGRESS_EVERY", 5)
+    shares = []
+    read_trace(SAMPLE, shares.append)
+    assert len(shares) > 2 and shares == sorted(shares) and shares[0] >= 0 >= shares[-1] - 1
+    job = TraceJob(SAMPLE)
+    told = []
+    job.finished_reading.connect(told.append)
+    job.failed.connect(told.append)
+    # Cancel at the first report (as the dialog's button does meanwhile): the job stops
+    # at the next one, saying nothing.
+    job.progressed.connect(lambda _: job.cancel(), Qt.DirectConnection)
+    with qtbot.waitSignal(job.finished, timeout=5000):
+        job.start()
+    assert told == []
