@@ -24,13 +24,14 @@ from PySide6.QtWidgets import QWidget
 
 from gpuviz.core.model import AnimatedModel
 from gpuviz.screen import ScreenCover
+from gpuviz.tour import Tour
 
 if TYPE_CHECKING:
     from gpuviz.main_window import MainWindow
 
 PROJECTOR = "projector"
 # The window's actions that lecture mode turns off while it lasts, and back on after.
-WINDOW_ACTIONS_OFF = ("filter", "explain", "lesson", "full_screen")
+WINDOW_ACTIONS_OFF = ("filter", "explain", "lesson", "full_screen", "tour")
 
 
 class BlankScreen(QWidget):
@@ -89,6 +90,9 @@ class Presenter(QObject):
         w.stepper = self
         w.remember_layout = False  # the layout to keep is the one from before
         w.remember_progress = False  # a lecture's answers are no learner's progress
+        tour = Tour.of(w)
+        if tour is not None:
+            tour.end()
         w.sidebar.hide()
         w.lesson_pane.hide()
         w.menuBar().hide()

@@ -190,3 +190,7 @@ def save_progress(store: QSettings, key: str) -> None:
 
 def forget_progress(store: QSettings) -> None:
     store.remove(PROGRESS_GROUP)
+
+
+def tour_seen(store: QSettings) -> bool:
+    return str(store.value(TOUR_SEEN_KEY, "false")).strip().lower() in ("true", "1")

@@ -203,3 +203,75 @@ def test_the_handout_has_the_answers_on_a_page_after_the_questions(window, tmp_p
     asks, answers = text.split("# Answers")
     assert all(a.question.ask.strip() in asks and a.text in answers
                for a in questions.answered(9))
+
+
+# --- the tour --------------------------------------------------------------------------------
+def run_app(monkeypatch, *args):
+    """gpuviz with `args` up to its event loop: the window it opened (events run once)."""
+    import gc
+
+    from PySide6.QtWidgets import QApplication
+
+    from gpuviz.main_window import MainWindow
+
+    before = set(QApplication.topLevelWidgets())
+    opened = []
+
+    def exec_once(_app=None):
+        for _ in range(5):
+            QApplication.processEvents()
+        opened.extend(w for w in QApplication.topLevelWidgets()
+                      if isinstance(w, MainWindow) and w not in before)
+        return 0
+
+    monkeypatch.setattr(QApplication, "exec", exec_once)
+    assert cli.main(list(args)) == 0
+    gc.unfreeze()
+    window = opened[-1]
+    window.remember = False  # leave the settings as the test found them on closing
+    return window
+
+
+def test_the_tour_comes_once_on_the_first_run_and_never_in_lecture_mode(themed, monkeypatch):
+    from gpuviz import state
+    from gpuviz.tour import STEPS, Tour
+
+    state.reset_all()
+    first = run_app(monkeypatch, "--figure", "1.1")
+    tour = Tour.of(first)
+    assert tour is not None and len(STEPS) == 6
+    for index in range(len(STEPS)):  # each step points at a part of the window
+        tour.go(index)
+        assert tour.target is not None and tour.bubble.isVisible(), STEPS[index].title
+    assert first.current == "2.2"  # the predict-first step opened a figure that has it
+    qtbot_key(tour, "Escape")
+    assert Tour.of(first) is None and first.current == "1.1"
+    first.close()
+    again = run_app(monkeypatch, "--figure", "1.1")
+    assert Tour.of(again) is None  # remembered as seen
+    again.close()
+    state.reset_all()
+    lecture = run_app(monkeypatch, "--present", "--figure", "1.1")
+    assert Tour.of(lecture) is None
+    lecture.start_tour()  # Help > Tour is off in lecture mode
+    assert Tour.of(lecture) is None
+    lecture.close()
+    state.reset_all()
+
+
+def qtbot_key(widget, name):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    QTest.keyClick(widget, getattr(Qt, f"Key_{name}"))
+
+
+def test_no_tour_in_kiosk_mode(themed):
+    from gpuviz.app import make_window
+    from gpuviz.kiosk import KioskConfig
+    from gpuviz.tour import Tour
+
+    kiosk = make_window("dark", kiosk=KioskConfig().with_figures())
+    kiosk.start_tour()
+    assert Tour.of(kiosk) is None and "tour" not in kiosk.actions
+    kiosk.deleteLater()
