@@ -68,6 +68,8 @@ class Question:
     def tolerance_text(self) -> str:
         if self.relative is not None:
             return f"within {format_g(self.relative * 100)}%"
+        if self.unit == "%":  # an absolute tolerance of a share is in points
+            return f"within ±{format_g(self.absolute)} percentage points"
         return f"within ±{with_unit(format_g(self.absolute), self.unit)}"
 
 
