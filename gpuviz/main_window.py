@@ -800,6 +800,15 @@ class MainWindow(QMainWindow):
                 answered = f"The questions could not be loaded: {error}."
             panel.show_lesson(lesson, answered, self.progress)
         self.questions_dock.show()
+        QTimer.singleShot(0, self._fold_sidebar_for_questions)  # once the dock has its width
+
+    def _fold_sidebar_for_questions(self) -> None:
+        """The panel takes its width from the figure: where that leaves the figure narrower
+        than MIN_FIGURE_WIDTH, the sidebar folds (its handle opens it again)."""
+        sizes = self.splitter.sizes()
+        scale = theme.current().font_scale * self.text_scale
+        if sizes[0] and sizes[1] < MIN_FIGURE_WIDTH * scale:
+            self.splitter.setSizes([0, sizes[0] + sizes[1], sizes[2]])
 
     def start_tour(self) -> None:
         """The tour of the window's parts (gpuviz.tour); remembered as seen."""
