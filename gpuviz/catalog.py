@@ -691,6 +691,16 @@ LESSONS: tuple[Lesson, ...] = (
             "the HFU. Load PaLM's run and switch the attention width to the hidden size: "
             "the published 46.2% needs 48 heads of 256.",
             "profiling.mfu:MfuModel", "profiling.mfu:MfuView", "mfu-and-hfu"),
+        FigureSpec(
+            "13.4", "compile", "What torch.compile fuses, and when it compiles again",
+            "One small function (matmul, bias, GeLU, dropout, a sum) as PyTorch ran it on "
+            "a CPU, eager and compiled; the kernels stand beside the lines they come from, "
+            "coloured by graph. <i>Try this:</i> guess the compiled kernel count and "
+            "reveal it, then switch on the print and the if: each cuts the graph (dashed) "
+            "and the ops after it get kernels of their own. Press Next call through the "
+            "new shapes with each dynamic= setting and count the recompiles.",
+            "profiling.compile:CompileModel", "profiling.compile:CompileView",
+            "what-torch-compile-fuses", animated=True),
     )),
 )
 

@@ -173,22 +173,22 @@ class LayerLabel:
     """One label of a TextLayer, with PixelText's setters."""
 
     __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible",
-                 "lines", "width", "height", "size", "bold")
+                 "lines", "width", "height", "size", "bold", "mono")
 
     def __init__(self, layer: TextLayer, text: str, color: QColor, size: float, bold: bool,
-                 anchor: tuple[float, float]) -> None:
+                 anchor: tuple[float, float], mono: bool = False) -> None:
         self._layer = layer
         self.text = text
         self.x = self.y = 0.0
         self.anchor = (float(anchor[0]), float(anchor[1]))
         self.color = QColor(color)
-        self.size, self.bold = size, bold
+        self.size, self.bold, self.mono = size, bold, mono
         self.visible = True
         self.apply_look()
 
     def apply_look(self) -> None:
         """Take the current look's font size."""
-        self.font = theme.font(self.size, self.bold)
+        self.font = theme.font(self.size, self.bold, self.mono)
         self.metrics = QFontMetricsF(self.font)
         self._lay_out()
 
@@ -264,8 +264,9 @@ class TextLayer(pg.GraphicsObject):
         self._dirty = True
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
-            anchor: tuple[float, float] = (0, 0)) -> LayerLabel:
-        label = LayerLabel(self, text, theme.text_color(role), size, bold, anchor)
+            anchor: tuple[float, float] = (0, 0), mono: bool = False) -> LayerLabel:
+        """A label; `mono` in a fixed-width font (source code)."""
+        label = LayerLabel(self, text, theme.text_color(role), size, bold, anchor, mono)
         self.labels.append(label)
         self.update()
         return label

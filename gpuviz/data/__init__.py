@@ -1,5 +1,6 @@
 """Loading and validating the shipped data (resources/hardware, resources/models)."""
 
+import json
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,16 @@ def read_toml(path: Path) -> dict:
         raise DataError(path, "", f"cannot be read ({error.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise DataError(path, "", f"is not valid TOML ({error})") from None
+
+
+def read_json(path: Path) -> object:
+    """A JSON file's content; DataError names the file when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DataError(path, "", f"cannot be read ({error.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DataError(path, "", f"is not valid JSON ({error})") from None
 
 
 def read_header(path: Path, data: dict) -> tuple[str, str, int]:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
 from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle
 
 # Okabe & Ito (2008), the colour-blind-safe categorical list, for ranks and series.
@@ -250,12 +250,14 @@ def line_width(base: float = 2.0) -> float:
     return base * line_factor()
 
 
-def font(point_size: float = 10.0, bold: bool = False) -> QFont:
+def font(point_size: float = 10.0, bold: bool = False, mono: bool = False) -> QFont:
+    """The look's font at `point_size`; `mono`: the system's fixed-width family (source
+    code, whose indentation must line up)."""
     points = point_size * font_factor()
     if _current.grows:
         points = max(max(point_size, MIN_GROWING_POINTS) * font_factor(),
                      MIN_GROWING_PIXELS * 72 / 96)
-    qfont = QFont()
+    qfont = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont) if mono else QFont()
     qfont.setPointSizeF(points)
     qfont.setBold(bold)
     return qfont

@@ -55,7 +55,7 @@ def layer(x, w, b):
     y = y + b
 {print}    y = F.gelu(y)
 {if}    y = F.dropout(y, p=0.1)
-    return y.sum(dim=-1)
+    return y.sum(dim=1)
 '''
 PRINT_LINE = "    print(y.sum().item())\n"
 IF_LINES = "    if y.isnan().any():\n        raise ValueError(\"NaN\")\n"
