@@ -93,8 +93,8 @@ class CompileView(FigureView):
     def _measure(self, width: float, height: float) -> dict[str, float]:
         """Pixel sizes of the layout, from the look's fonts and the canvas size (on a
         resize or look change). The calls stand right of the kernels where the width
-        allows, else in a row under the function (a projector's large text); rows of at
-        least 1.7 lines of text fill the height, the calls' boxes the width."""
+        allows, else in a row under the function (a projector's large text); rows of
+        1.7 to 3 lines of text as the height allows, the calls' boxes fill the width."""
         text = QFontMetricsF(theme.font(CODE_SIZE))
         mono = QFontMetricsF(theme.font(CODE_SIZE, mono=True))
         line = text.height()
@@ -117,7 +117,8 @@ class CompileView(FigureView):
         size["stacked"] = size["calls"] + size["call_label"] + widest > width - size["pad"]
         # stacked: a header, the shapes and boxes of two lines of text under the function
         below = 6 * line if size["stacked"] else 0.0
-        size["row"] = max(1.7 * line, (height - size["top"] - size["pad"] - below) / MAX_LINES)
+        size["row"] = min(3 * line, max(1.7 * line, (height - size["top"] - size["pad"]
+                                                       - below) / MAX_LINES))
         if size["stacked"]:
             size["calls_top"] = size["top"] + MAX_LINES * size["row"] + 0.6 * line
             size["call_box"] = (width - 2 * size["pad"] - (CALLS - 1) * size["gap"]) / CALLS
@@ -244,12 +245,13 @@ class CompileView(FigureView):
                     f"new graph with kernels of its own.")
         else:
             text = ("One graph: the matmul and the bias become one library call (addmm), "
-                    "GeLU, dropout's multiply and the sum one generated kernel.")
+                    "GeLU, dropout's multiply and the sum one generated kernel; dropout's "
+                    "random numbers take two small kernels.")
         if not out.calls_done:
             return text + " Press Next call to call it with new shapes."
         n = out.calls_done
         call = out.calls[n - 1]
         guard = f" (guard failed: {call.guard_failed})" if call.guard_failed else ""
-        if call.rows == 1 and call.graphs_compiled:
+        if call.guard_failed.startswith("2 <="):  # Dynamo's 0/1 specialisation
             guard += "; a size of 1 always gets a graph of its own"
         return text + f" Call {n}: {out.statuses()[-1]}{guard}."
