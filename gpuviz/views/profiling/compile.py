@@ -108,7 +108,11 @@ class CompileView(FigureView):
         size["code"] = size["stripe"] + 0.9 * line
         code_width = max(mono.horizontalAdvance(s) for v in variants for s in v.source)
         size["kernels"] = size["code"] + code_width + line
-        size["column"] = max(text.horizontalAdvance(t) for t in labels) + line
+        # As wide as the widest label, narrower where the canvas is (a text that does
+        # not fit its box is left out)
+        room = (width - size["pad"] - size["kernels"]) / self._most_columns - size["gap"]
+        size["column"] = max(line, min(max(text.horizontalAdvance(t) for t in labels) + line,
+                                       room))
         size["calls"] = (size["kernels"] + self._most_columns * (size["column"] + size["gap"])
                          + 1.5 * line)
         size["call_label"] = text.horizontalAdvance(
@@ -116,7 +120,7 @@ class CompileView(FigureView):
         widest = text.horizontalAdvance("recompile: 3 graphs, dynamic") + line
         size["stacked"] = size["calls"] + size["call_label"] + widest > width - size["pad"]
         # stacked: a header, the shapes and boxes of two lines of text under the function
-        below = 6 * line if size["stacked"] else 0.0
+        below = 7 * line if size["stacked"] else 0.0
         size["row"] = min(3 * line, max(1.7 * line, (height - size["top"] - size["pad"]
                                                        - below) / MAX_LINES))
         if size["stacked"]:
@@ -188,7 +192,8 @@ class CompileView(FigureView):
             box(s["kernels"] + column * step, first, last, s["column"],
                 theme.color("highlight"), "host reads")
         kind = "by graph" if compiled else "one per op"
-        self.kernel_header.setText(f"Kernels, {kind} (PyTorch {groupings().torch_version})")
+        version = "" if s["stacked"] else f" (PyTorch {groupings().torch_version})"
+        self.kernel_header.setText(f"Kernels, {kind}{version}")
         self.kernel_header.setPos(s["kernels"], s["pad"])
         right = min(s["kernels"] + self._most_columns * step, s["width"] - s["pad"])
         for n, (segment, label) in enumerate(zip(self.breaks, self.break_labels,
@@ -209,14 +214,15 @@ class CompileView(FigureView):
         s = self._size
         statuses = out.statuses()
         dynamic = self.model.parameter("dynamic").choice_label(self.model.dynamic)
-        self.calls_header.setText(f"Calls, dynamic={dynamic}")
+        version = f", PyTorch {groupings().torch_version}" if s["stacked"] else ""
+        self.calls_header.setText(f"Calls, dynamic={dynamic}{version}")
         for n, (call, label) in enumerate(zip(out.calls, self.call_labels, strict=True)):
             label.setText(f"{n + 1}: x {call.rows} × {X_COLUMNS}")
             if s["stacked"]:
                 x = s["pad"] + n * (s["call_box"] + s["gap"])
                 label.setPos(x, s["calls_top"] + 2.2 * s["line"])
                 rects.append((x, s["calls_top"] + 3 * s["line"], s["call_box"],
-                              2.6 * s["line"]))
+                              3.6 * s["line"]))
             else:
                 label.setPos(s["calls"], s["top"] + (n + 0.5) * s["row"])
                 rects.append((s["calls"] + s["call_label"], s["top"] + (n + 0.1) * s["row"],
@@ -225,7 +231,8 @@ class CompileView(FigureView):
             status = statuses[n] if done else ""
             fills.append(theme.color(STATUS_ROLES[status]) if done else untouched())
             text = call_text(call, status) if done else ""
-            texts.append(text.replace(": ", "\n") if s["stacked"] else text)
+            texts.append(text.replace(": ", "\n").replace(", ", "\n") if s["stacked"]
+                         else text)
             latest = n == len(statuses) - 1
             outlines.append(theme.text_color("text") if latest else None)
         self.calls_header.setPos(s["pad"] if s["stacked"] else s["calls"],
