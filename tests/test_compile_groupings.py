@@ -113,3 +113,24 @@ def test_the_regeneration_script_gives_the_shipped_groupings(tmp_path):
     fresh = json.loads(out.read_text(encoding="utf-8"))
     shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
     assert fresh["variants"] == shipped["variants"]
+
+
+@pytest.mark.parametrize("with_print", [False, True])
+@pytest.mark.parametrize("with_if", [False, True])
+@pytest.mark.parametrize("dynamic", ["auto", "true", "false"])
+def test_every_variant_holds_together(with_print, with_if, dynamic):
+    m = model(with_print=with_print, with_if=with_if, dynamic=dynamic)
+    m.go_to_step("end")
+    out = m.out
+    variant = out.variant
+    assert len(variant.graphs) == len(variant.breaks) + 1
+    assert len(variant.host_reads) == len(variant.breaks)  # each break: the host reads
+    assert len(out.kernels) < len(variant.eager)
+    for kernel in out.kernels:  # a kernel runs the ops of its own graph's lines
+        assert set(kernel.lines) <= set(variant.graphs[kernel.graph])
+    for line in variant.breaks:  # the graph before a break ends on its line
+        assert any(max(lines) == line for lines in variant.graphs)
+    statuses = out.statuses()
+    assert statuses[0] == "compile" and out.calls[0].graphs_compiled == len(variant.graphs)
+    assert all(not call.guard_failed for call, status in zip(out.calls, statuses, strict=True)
+               if status != "recompile")
