@@ -336,6 +336,31 @@ def test_text_layer_keeps_a_label_inside_its_view(qapp):
     assert high < point  # flipped to the left of its line: all of it shows
 
 
+def test_placed_labels_are_costed_together_as_one_by_one(qapp):
+    """All labels' candidates are costed in one go (the full placement after a new GPU
+    took 5 ms label by label); each label's costs are those it gets alone."""
+    import numpy as np
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QTransform
+
+    from gpuviz.core.text import PlacedTextLayer
+
+    layer = PlacedTextLayer(QRectF(0, 0, 10, 10))
+    labels = [layer.add(text) for text in ("memory", "a longer label", "x")]
+    layer.set_candidates(labels[0], [(2.0, 3.0, 0.0, 1.0), (9.5, 9.0, 0.0, 0.0)])
+    layer.set_candidates(labels[1], [(5.0, 5.0, 1.0, 0.5)])  # labels[2]: its own place
+    layer.set_obstacles(np.array([[0, 0, 10, 10], [0, 5, 10, 5]]), np.array([[5, 5]]), 12,
+                        faint=np.array([[3, 0, 3, 10]]))
+    transform = QTransform(40, 0, 0, -30, 10, 320)
+    area = QRectF(10, 20, 400, 300)
+    together = layer._candidates_costed(labels, transform, area)
+    for label, (rects, cost) in zip(labels, together, strict=True):
+        [(alone_rects, alone_cost)] = layer._candidates_costed([label], transform, area)
+        assert np.array_equal(rects, alone_rects) and np.array_equal(cost, alone_cost)
+    assert [len(rects) for rects, _ in together] == [2, 1, 1]
+    assert together[0][1][1] > together[0][1][0] + 0.2 - 1e-9  # rank, then sliding inside
+
+
 def _close(color, target) -> bool:  # noqa: ANN001
     return (abs(color.red() - target.red()) + abs(color.green() - target.green())
             + abs(color.blue() - target.blue())) < 60

@@ -485,22 +485,31 @@ class PlacedTextLayer(TextLayer):
             self.update()
         self._dots, self._dot_size = dots, dot_size
 
-    def _place_one(self, label: LayerLabel, taken: list[tuple[float, float, float, float]],
-                   transform: QTransform, area: QRectF) -> tuple[float, float, float, float]:
-        """The chosen rectangle (left, top, right, bottom, pixels) of one label."""
+    def _candidates_costed(self, labels: list[LayerLabel], transform: QTransform,
+                           area: QRectF) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each label's candidate rectangles (left, top, right, bottom, pixels) with what
+        each costs before the other labels count: its rank, sliding inside, and the lines,
+        faint lines and dots it covers. Worked out for all the labels at once (a few numpy
+        calls in all, not per label: placing every label again is the slowest refresh of
+        the roofline figures)."""
         m11, m22, dx, dy = transform.m11(), transform.m22(), transform.dx(), transform.dy()
         costs = self.COSTS
-        places = np.array(self._candidates.get(id(label))
-                          or [(label.x, label.y, *label.anchor)], dtype=float)
-        w, h = label.width, label.height
+        places = [np.array(self._candidates.get(id(label))
+                           or [(label.x, label.y, *label.anchor)], dtype=float)
+                  for label in labels]
+        counts = [len(rows) for rows in places]
+        places = np.vstack(places)
+        w = np.repeat([label.width for label in labels], counts)
+        h = np.repeat([label.height for label in labels], counts)
         left = m11 * places[:, 0] + dx - places[:, 2] * (w + 2 * TEXT_MARGIN) + TEXT_MARGIN
         top = m22 * places[:, 1] + dy - places[:, 3] * (h + 2 * TEXT_MARGIN) + TEXT_MARGIN
         # A place that runs past an edge slides back inside; the slide costs a little per
         # pixel, so a place that fits as it is wins over one pushed into place.
         x0, y0, x1, y1 = area.left(), area.top(), area.right(), area.bottom()
-        slid_left = np.clip(left, x0, max(x0, x1 - w))
-        slid_top = np.clip(top, y0, max(y0, y1 - h))
-        cost = (np.arange(len(places)) * costs["rank"]
+        slid_left = np.clip(left, x0, np.maximum(x0, x1 - w))
+        slid_top = np.clip(top, y0, np.maximum(y0, y1 - h))
+        rank = np.concatenate([np.arange(count) for count in counts])
+        cost = (rank * costs["rank"]
                 + costs["outside"] * (np.abs(slid_left - left) + np.abs(slid_top - top)))
         rects = np.column_stack([slid_left, slid_top, slid_left + w, slid_top + h])
         scale, shift = [m11, m22, m11, m22], [dx, dy, dx, dy]
@@ -515,8 +524,15 @@ class PlacedTextLayer(TextLayer):
             half = self._dot_size / 2 + self.DOT_PAD
             cost += costs["dot"] * _overlaps(rects, np.column_stack(
                 [dots - half, dots + half])).sum(axis=1)
+        ends = np.cumsum(counts)[:-1]
+        return list(zip(np.split(rects, ends), np.split(cost, ends), strict=True))
+
+    def _choose(self, rects: np.ndarray, cost: np.ndarray,
+                taken: list[tuple[float, float, float, float]]
+                ) -> tuple[float, float, float, float]:
+        """The candidate that costs least with the labels already `taken` counted."""
         if taken:
-            cost += costs["label"] * _overlaps(rects, np.array(taken)).sum(axis=1)
+            cost = cost + self.COSTS["label"] * _overlaps(rects, np.array(taken)).sum(axis=1)
         return tuple(rects[int(np.argmin(cost))].tolist())
 
     def _layout(self, transform: QTransform, area: QRectF) -> bool:
@@ -533,39 +549,23 @@ class PlacedTextLayer(TextLayer):
         if full:
             self._key = scene
             first = [label for label in self._order if label in shown]
+            ordered = first + [label for label in shown if label not in first]
             self._rects = {}
-            for label in first + [label for label in shown if label not in first]:
-                self._rects[id(label)] = self._place_one(
-                    label, list(self._rects.values()), transform, area)
+            for label, (rects, cost) in zip(ordered, self._candidates_costed(
+                    ordered, transform, area) if ordered else [], strict=True):
+                self._rects[id(label)] = self._choose(rects, cost,
+                                                      list(self._rects.values()))
         else:
             # Only the labels that changed move; the others stay where they are.
             for label in shown:
                 if keys[id(label)] != self._label_keys.get(id(label)):
                     others = [rect for key, rect in self._rects.items() if key != id(label)]
-                    self._rects[id(label)] = self._place_one(label, others, transform, area)
+                    [(rects, cost)] = self._candidates_costed([label], transform, area)
+                    self._rects[id(label)] = self._choose(rects, cost, others)
         self._label_keys = keys
         self._drawn = {id(label): (*self._rects[id(label)], label.text, label.color.rgba())
                        for label in shown}
         return full
-
-    def paint(self, painter: QPainter, *args: object) -> None:
-        transform = painter.transform()
-        self._layout(transform, transform.mapRect(self.visible_area()))
-        painter.save()
-        painter.resetTransform()
-        font = None
-        for label in self.labels:
-            if id(label) not in self._drawn:
-                continue
-            left, top = self._rects[id(label)][:2]
-            if label.font is not font:
-                font = label.font
-                painter.setFont(font)
-            painter.setPen(label.color)
-            line_height = label.metrics.height()
-            for i, static in enumerate(label.lines):
-                painter.drawStaticText(QPointF(left, top + i * line_height), static)
-        painter.restore()
 
     @property
     def _placed(self) -> list[tuple[float, float] | None]:
