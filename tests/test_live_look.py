@@ -19,7 +19,7 @@ from tests import figure_driver as drive
 
 LOOKS = ("dark", "light", "projector")
 FIGURES = ("1.1", "2.2", "3.2", "4.4", "5.1", "6.5", "7.3", "8.2", "9.4", "11.4",
-           "12.1")  # every lesson
+           "12.1", "13.4")  # every lesson
 SPECS = {spec.number: spec for spec in catalog.all_figures()}
 SIZE = (1280, 800)
 
