@@ -4,6 +4,7 @@ resident memory.
     python benchmarks/latency.py [--json out.json] [--figures 1.1,1.3] [--theme projector]
                                  [--size 1920x1080] [--scale 2] [--switches 1000]
                                  [--animate 300] [--no-latency] [--no-startup] [--no-memory]
+                                 [--pixels]
     python benchmarks/latency.py --screens [--figures 8.2,1.1]      (make bench-screens)
 
 For each figure (1280x800 unless --size, offscreen, at device pixel ratio --scale: 2 is
@@ -13,6 +14,9 @@ control's change to the end of the event-loop pass that refreshes the figure and
 what changed (the budget is on this wall time; "cpu p95" is the CPU time this process
 spent on it, which other processes on a busy machine do not inflate: compare changes by
 it there).
+--pixels also counts the device pixels repainted per change (Mpx/chg: every widget's
+paint region, in a second, untimed sweep), which load does not change: back a claim
+about speed with it.
 Animated figures play for a while under the app clock and report frames per second.
 Cold start is the wall time from spawning a fresh Python process to a painted main window
 (and to its first figure built).
@@ -85,9 +89,58 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure_figure(spec, app, size=(1280, 800)) -> dict[str, float | None]:  # noqa: ANN001
+def _changes(page) -> list:  # noqa: ANN001
+    """The control changes a figure is measured by: every slider over its range and back,
+    every combo box through its entries and back, switches and choice buttons (a figure
+    may have no other control: 13.1) each pressed twice (a check box goes back, an
+    exclusive choice stays). The figure ends as it started, so the list can run again."""
     from PySide6.QtWidgets import QAbstractButton, QComboBox, QSlider
 
+    changes = []
+    for slider in page.findChildren(QSlider):
+        low, high = slider.minimum(), slider.maximum()
+        positions = [low + (high - low) * i // SWEEP_POINTS for i in range(SWEEP_POINTS + 1)]
+        changes += [lambda s=slider, p=position: s.setValue(p)
+                    for position in positions + positions[::-1]]
+    for combo in page.findChildren(QComboBox):
+        changes += [lambda c=combo, i=index: c.setCurrentIndex(i)
+                    for index in [*range(combo.count()), combo.currentIndex()]]
+    for button in page.view.controls.findChildren(QAbstractButton):
+        if button.isCheckable() and button.isVisible():
+            changes += [button.click, button.click]
+    return changes
+
+
+def measure_repainted(page, changes: list, app) -> float:  # noqa: ANN001
+    """Device pixels (millions) that widgets are asked to repaint per change, over the
+    page's widgets and plot viewports: a count that a busy machine does not change. A
+    widget painted under a child counts its region too, as it costs its paint."""
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QWidget
+
+    class Count(QObject):
+        pixels = 0
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+            if event.type() == QEvent.Paint:
+                self.pixels += sum(rect.width() * rect.height() for rect in event.region())
+            return False
+
+    count = Count()
+    widgets = [page, *page.findChildren(QWidget)]
+    for widget in widgets:
+        widget.installEventFilter(count)
+    for change in changes:
+        change()
+        app.processEvents()
+    for widget in widgets:
+        widget.removeEventFilter(count)
+    ratio = page.devicePixelRatio()
+    return round(count.pixels * ratio * ratio / max(1, len(changes)) / 1e6, 3)
+
+
+def measure_figure(spec, app, size=(1280, 800),  # noqa: ANN001
+                   pixels: bool = False) -> dict[str, float | None]:
     from gpuviz.core.figure_view import FigurePage
 
     model = spec.make_model()
@@ -114,21 +167,10 @@ def measure_figure(spec, app, size=(1280, 800)) -> dict[str, float | None]:  # n
         samples.append((time.perf_counter() - start) * 1000)
         cpu_samples.append((time.thread_time() - cpu_start) * 1000)
 
-    for slider in page.findChildren(QSlider):
-        low, high = slider.minimum(), slider.maximum()
-        positions = [low + (high - low) * i // SWEEP_POINTS for i in range(SWEEP_POINTS + 1)]
-        for position in positions + positions[::-1]:
-            timed(lambda s=slider, p=position: s.setValue(p))
-    for combo in page.findChildren(QComboBox):
-        start = combo.currentIndex()
-        for index in [*range(combo.count()), start]:
-            timed(lambda c=combo, i=index: c.setCurrentIndex(i))
-    # Switches and choice buttons (a figure may have no other control: 13.1), each
-    # pressed twice: a check box goes back, an exclusive choice stays.
-    for button in page.view.controls.findChildren(QAbstractButton):
-        if button.isCheckable() and button.isVisible():
-            for _ in range(2):
-                timed(button.click)
+    changes = _changes(page)
+    for change in changes:
+        timed(change)
+    repainted = measure_repainted(page, changes, app) if pixels else None
     model.reset()
     app.processEvents()
 
@@ -141,7 +183,7 @@ def measure_figure(spec, app, size=(1280, 800)) -> dict[str, float | None]:  # n
     return {"p50_ms": round(statistics.median(samples), 2) if samples else None,
             "p95_ms": round(percentile(samples, 0.95), 2) if samples else None,
             "cpu_p95_ms": round(percentile(cpu_samples, 0.95), 2) if samples else None,
-            "samples": len(samples), "fps": fps}
+            "samples": len(samples), "fps": fps, "mpx_per_change": repainted}
 
 
 def measure_fps(page, model, app) -> float:  # noqa: ANN001
@@ -452,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the p95 budget to judge by (default: {BUDGET_P95_MS:g} ms)")
     parser.add_argument("--screens", action="store_true",
                         help="latency and fps on the four screens of a lecture, one table")
+    parser.add_argument("--pixels", action="store_true",
+                        help="also count the device pixels repainted per change (Mpx, a "
+                             "second sweep of each figure, untimed)")
     parser.add_argument("--no-latency", action="store_true",
                         help="skip the latency sweep of every figure")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory run")
@@ -487,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_startup:
         results.update(measure_startup())
     figures = ({} if args.no_latency else
-               {spec.number: measure_figure(spec, app, args.size) for spec in specs})
+               {spec.number: measure_figure(spec, app, args.size, args.pixels)
+                for spec in specs})
     results["figures"] = figures
     results["reference_ms_after"] = reference_ms()
 
@@ -499,13 +545,14 @@ def main(argv: list[str] | None = None) -> int:
         print(memory_verdict(results["memory"]))
     if figures:
         print(f"{'figure':<8}{'samples':>8}{'p50 ms':>9}{'p95 ms':>9}{'cpu p95':>9}{'fps':>8}"
-              "  verdict")
+              f"{'Mpx/chg':>9}  verdict")
     for number, row in figures.items():
         ok = (row["p95_ms"] is None or row["p95_ms"] <= args.budget) and (
             row["fps"] is None or row["fps"] >= BUDGET_FPS - 2)
         fps = "-" if row["fps"] is None else f"{row['fps']:.1f}"
+        mpx = "-" if row["mpx_per_change"] is None else f"{row['mpx_per_change']:.3f}"
         print(f"{number:<8}{row['samples']:>8}{row['p50_ms']:>9}{row['p95_ms']:>9}"
-              f"{row['cpu_p95_ms']:>9}{fps:>8}  "
+              f"{row['cpu_p95_ms']:>9}{fps:>8}{mpx:>9}  "
               f"{'ok' if ok else 'OVER BUDGET'}")
     if "startup_s" in results:
         print(f"cold start to a painted window: {results['startup_s']:.3f} s "
