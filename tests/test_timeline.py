@@ -108,5 +108,5 @@ def test_outlines_part_touching_boxes_of_one_colour_only(themed, qtbot):
     # lane 1: a blue box alone, and a blue one of under 1/150 of the time shown.
     timeline.set_boxes([0, 0, 0, 0, 1, 1], [0, 10, 20, 20.5, 0, 50],
                        [10, 20, 20.5, 60, 30, 50.5], [blue, blue, blue, orange, blue, blue])
-    outlined = [rect for _, rects in timeline.boxes._outline_groups for rect in rects]
-    assert sorted((r.x(), r.width()) for r in outlined) == [(0.0, 10.0), (10.0, 10.0)]
+    outlined = [row for _, rows in timeline.boxes._outline_groups for row in rows.tolist()]
+    assert sorted((x, width) for x, _, width, _ in outlined) == [(0.0, 10.0), (10.0, 10.0)]

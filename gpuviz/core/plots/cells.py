@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen, QStaticText, QTransform
 
@@ -41,12 +42,11 @@ class CellGrid(pg.GraphicsObject):
         with no fill beside a grid, whose cells only place them)."""
         super().__init__()
         self._fit_texts = fit_texts
-        self._rects: list[QRectF] = []
         self._array = np.zeros((0, 4))
-        self._fill_groups: list[tuple[QColor, list[QRectF]]] = []
+        self._fill_groups: list[tuple[QColor, np.ndarray]] = []
         self._hatch_groups: list[tuple[QColor, QColor | None, np.ndarray]] = []
         self._text_inks: list[QColor] = []
-        self._outline_groups: list[tuple[QColor, list[QRectF]]] = []
+        self._outline_groups: list[tuple[QColor, np.ndarray]] = []
         self._static: dict[str, tuple[QStaticText, float, float]] = {}
         self._text_rows = np.zeros(0, dtype=int)
         self._text_list: list[QStaticText] = []
@@ -95,8 +95,9 @@ class CellGrid(pg.GraphicsObject):
         if moved:
             # Most refreshes only recolour; rebuild the rectangles only when they move.
             self.prepareGeometryChange()
-            self._array = array.copy()
-            self._rects = [QRectF(*row) for row in array.tolist()]
+            self._array = np.ascontiguousarray(array)  # copied: drawn straight from memory
+            if self._array is array:
+                self._array = array.copy()
             if len(array):
                 x0, y0 = array[:, 0].min(), array[:, 1].min()
                 x1 = (array[:, 0] + array[:, 2]).max()
@@ -104,7 +105,7 @@ class CellGrid(pg.GraphicsObject):
                 self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
             else:
                 self._bounds = QRectF()
-        self._fill_groups = _group(self._rects, fills)
+        self._fill_groups = _group(self._array, fills)
         if hatch is None:
             idle = theme.color("idle").rgb()
             hatch = [fill is not None and fill.rgb() == idle for fill in fills]
@@ -114,13 +115,13 @@ class CellGrid(pg.GraphicsObject):
                 hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
         self._hatch_groups = [(fill, hatch_ink, self._array[rows])
                               for fill, rows in hatched.values()]
-        outline_groups = _group(self._rects, outlines) if outlines is not None else []
+        outline_groups = _group(self._array, outlines) if outlines is not None else []
         if (bool(outline_groups), outline_width) != (bool(self._outline_groups),
                                                      self._outline_base):
             self.prepareGeometryChange()  # the room kept for the outlines changes
         self._outline_groups = outline_groups
-        if texts is not None and len(texts) != len(self._rects):
-            raise ValueError(f"{len(texts)} texts for {len(self._rects)} cells")
+        if texts is not None and len(texts) != len(self._array):
+            raise ValueError(f"{len(texts)} texts for {len(self._array)} cells")
         self._texts = list(texts) if texts is not None else []
         self._fills = list(fills)
         self._text_color = text_color
@@ -149,7 +150,7 @@ class CellGrid(pg.GraphicsObject):
         its cell."""
         if self._shown is None or not self._fit_texts or self._multiline:
             return None
-        changed = np.zeros(len(self._rects), dtype=bool)
+        changed = np.zeros(len(self._array), dtype=bool)
         for new, old in zip(shown, self._shown, strict=True):
             if (new is None) != (old is None):
                 return None
@@ -160,7 +161,7 @@ class CellGrid(pg.GraphicsObject):
     def _update_cells(self, rows: np.ndarray) -> None:
         """Repaint these cells only (a step of an animation, a slider that recolours a
         few), or the whole grid when many changed."""
-        if len(rows) > PARTIAL_SHARE * len(self._rects):
+        if len(rows) > PARTIAL_SHARE * len(self._array):
             self.update()
             return
         transform = self.sceneTransform()
@@ -193,7 +194,7 @@ class CellGrid(pg.GraphicsObject):
                     by_fill[key] = theme.readable_on(composite(fill, background))
                 inks.append(by_fill[key])
         self._text_inks = [inks[i] for i in rows]
-        self._multiline = [(self._rects[i], texts[i], inks[i]) for i in lines]
+        self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], inks[i]) for i in lines]
 
     def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
         """The cache of laid-out texts, holding every one of `texts`."""
@@ -224,7 +225,7 @@ class CellGrid(pg.GraphicsObject):
         painter.setPen(Qt.NoPen)
         for fill, rects in self._fill_groups:
             painter.setBrush(fill)
-            painter.drawRects(rects)
+            painter.drawRects(*_rect_array(rects))
         if self._hatch_groups:
             self._paint_hatches(painter)
         painter.setBrush(Qt.NoBrush)
@@ -234,7 +235,7 @@ class CellGrid(pg.GraphicsObject):
             qpen.setWidthF(self._outline_width)
             qpen.setStyle(self._outline_style)
             painter.setPen(qpen)
-            painter.drawRects(rects)
+            painter.drawRects(*_rect_array(rects))
         if not self._text_list and not self._multiline:
             return
         # Text is drawn in device pixels so it keeps its size whatever the zoom. The view
@@ -280,16 +281,20 @@ class CellGrid(pg.GraphicsObject):
             x1 = t.m11() * (cells[:, 0] + cells[:, 2]) + t.dx()
             y1 = t.m22() * (cells[:, 1] + cells[:, 3]) + t.dy()
             painter.setBrush(hatch_brush(fill, ink, ratio))
-            painter.drawRects([QRectF(QPointF(a, b), QPointF(c, d)).normalized()
-                               for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(),
-                                                     y1.tolist(), strict=True)])
+            pixels = np.column_stack([np.minimum(x0, x1), np.minimum(y0, y1),
+                                      np.abs(x1 - x0), np.abs(y1 - y0)])
+            painter.drawRects(*_rect_array(pixels))
         painter.restore()
 
     def index_at(self, point: QPointF) -> int:
-        for index, rect in enumerate(self._rects):
-            if rect.contains(point):
-                return index
-        return -1
+        """The first cell holding the point, edges included (-1: none; a cell of no width
+        or height holds nothing, as QRectF.contains has it)."""
+        x, y, w, h = self._array.T
+        left, right = np.minimum(x, x + w), np.maximum(x, x + w)
+        top, bottom = np.minimum(y, y + h), np.maximum(y, y + h)
+        hit = np.flatnonzero((w != 0) & (h != 0) & (left <= point.x()) & (point.x() <= right)
+                             & (top <= point.y()) & (point.y() <= bottom))
+        return int(hit[0]) if len(hit) else -1
 
     def mouseClickEvent(self, event: object) -> None:
         index = self.index_at(event.pos())
@@ -308,13 +313,23 @@ def _keys(colors: Sequence[QColor | None]) -> np.ndarray:
     return np.fromiter((_key(color) for color in colors), dtype=np.int64, count=len(colors))
 
 
-def _group(rects: list[QRectF], colors: Sequence[QColor | None]) -> list[tuple[QColor, list]]:
-    groups: dict[int, tuple[QColor, list[QRectF]]] = {}
-    for rect, qcolor in zip(rects, colors, strict=True):
-        if qcolor is None:
-            continue
-        groups.setdefault(qcolor.rgba(), (qcolor, []))[1].append(rect)
-    return list(groups.values())
+def _group(array: np.ndarray, colors: Sequence[QColor | None]) -> list[tuple[QColor, np.ndarray]]:
+    """The cells of each colour (None: not drawn), colours in order of first appearance and
+    cells in the order given, each group a contiguous array of rows: drawn in one call
+    straight from its memory, with no QRectF made per cell."""
+    if len(colors) != len(array):
+        raise ValueError(f"{len(colors)} colours for {len(array)} cells")
+    keys = _keys(colors)
+    unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return [(colors[start], np.ascontiguousarray(array[inverse.reshape(-1) == index]))
+            for index, start in sorted(enumerate(first.tolist()), key=lambda pair: pair[1])
+            if unique[index] != -1]
+
+
+def _rect_array(rects: np.ndarray) -> tuple[QRectF, int]:
+    """drawRects' arguments for rows of x, y, width, height (contiguous float64, the layout
+    of QRectF): the first rectangle, read in place, and the count."""
+    return shiboken6.wrapInstance(rects.ctypes.data, QRectF), len(rects)
 
 
 def grid_rects(count: int, columns: int, *, x0: float = 0.0, y0: float = 0.0,
