@@ -63,6 +63,7 @@ class Timeline(QObject):
         item.addItem(self.veil)
         self.boxes.clicked_at.connect(self._clicked_at)
         self._given = np.zeros((0, 4))  # lane, start, end, id of every box given
+        self._given_key: tuple | None = None  # what set_boxes was last given
         self._lanes: tuple[str, ...] = ()
         self._labels: tuple[str, ...] = ()
         self.legend: Legend | None = None
@@ -126,29 +127,40 @@ class Timeline(QObject):
         lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
         heights = np.broadcast_to(np.asarray(heights, dtype=float), lanes.shape)
         ids = np.arange(len(lanes)) if ids is None else np.asarray(ids)
+        colour = _colour_codes(fills)
+        # A refresh often hands the same boxes again (another control changed): leave the
+        # grid as it is rather than rebuild thousands of cells to find nothing changed.
+        given = (lanes.tobytes(), start.tobytes(), end.tobytes(), heights.tobytes(),
+                 ids.tobytes(), colour.tobytes(), None if texts is None else tuple(texts),
+                 None if outlines is None else _colour_codes(outlines).tobytes(),
+                 self._time_limit, theme.line_factor())
+        if given == self._given_key:
+            return
+        self._given_key = given
         self._given = np.column_stack([lanes, start, end, ids]).reshape(-1, 4)
         if not len(lanes):
             self.boxes.set_cells(np.zeros((0, 4)), [], outlines, texts)
             return
         span = self._span(start, end)
-        colour = _colour_codes(fills)
-        if outlines is None:
-            wide = (((end - start) >= OUTLINED * theme.line_factor() * span)
-                    & _touching(lanes, start, end, colour, span))
-            background = theme.color("background")
-            outlines = [background if w else None for w in wide.tolist()]
         if len(lanes) > MERGE_ABOVE:
             keep, run_end = _runs(lanes, start, end, heights, colour, span)
-            single = np.diff(np.append(keep, len(lanes))) == 1
-            pick = keep.tolist()
-            texts = ([texts[i] if one else "" for i, one in zip(pick, single.tolist(),
-                                                                 strict=True)]
-                     if texts is not None else None)
-            fills = [fills[i] for i in pick]
-            outlines = [outlines[i] if one else None
-                        for i, one in zip(pick, single.tolist(), strict=True)]
-            lanes, start, end, heights = lanes[keep], start[keep], run_end, heights[keep]
-        self.boxes.set_cells(_rects(lanes, start, end, heights), fills, outlines, texts)
+            single = (np.diff(np.append(keep, len(lanes))) == 1).tolist()
+        else:
+            keep, run_end, single = np.arange(len(lanes)), end, [True] * len(lanes)
+        # Per-cell lists only for the cells drawn (a run of thin boxes is one cell).
+        pick = keep.tolist()
+        if outlines is None:
+            wide = (((run_end - start[keep]) >= OUTLINED * theme.line_factor() * span)
+                    & _touching(lanes, start, end, colour, span)[keep])
+            background = theme.color("background")
+            drawn = [background if w and one else None
+                     for w, one in zip(wide.tolist(), single, strict=True)]
+        else:
+            drawn = [outlines[i] if one else None for i, one in zip(pick, single, strict=True)]
+        if texts is not None:
+            texts = [texts[i] if one else "" for i, one in zip(pick, single, strict=True)]
+        self.boxes.set_cells(_rects(lanes[keep], start[keep], run_end, heights[keep]),
+                             [fills[i] for i in pick], drawn, texts)
 
     def _span(self, start: np.ndarray, end: np.ndarray) -> float:
         """The time shown: the time range set, or the boxes' extent if wider (boxes cut
@@ -202,11 +214,12 @@ class Timeline(QObject):
         # Every task stays a cell (hidden ones have zero width), so a click's index is the
         # task's index in the schedule.
         end = np.where(lanes >= 0, np.maximum(end, start), start)
+        shown = (end > start).tolist()
         self.set_boxes(np.maximum(lanes, 0), start, end,
-                       [fill(task) if end[i] > start[i] else None
-                        for i, task in enumerate(result.tasks)],
-                       [text(task) if end[i] > start[i] else "" for i, task in
-                        enumerate(result.tasks)])
+                       [fill(task) if on else None
+                        for task, on in zip(result.tasks, shown, strict=True)],
+                       [text(task) if on else ""
+                        for task, on in zip(result.tasks, shown, strict=True)])
         gaps = [(lane_of[name], a, b) for name in idle_lanes
                 for a, b in result.idle_intervals(name, result.step_time)
                 if until is None or a < until]
