@@ -110,3 +110,16 @@ def test_outlines_part_touching_boxes_of_one_colour_only(themed, qtbot):
                        [10, 20, 20.5, 60, 30, 50.5], [blue, blue, blue, orange, blue, blue])
     outlined = [row for _, rows in timeline.boxes._outline_groups for row in rows.tolist()]
     assert sorted((x, width) for x, _, width, _ in outlined) == [(0.0, 10.0), (10.0, 10.0)]
+
+
+def test_the_same_boxes_again_leave_the_grid_alone(themed, qtbot, monkeypatch):
+    plot, timeline = _timeline(qtbot)
+    result = _overlap_schedule()
+    blue = theme.color("compute")
+    timeline.show_schedule(result, lambda task: blue)
+    rebuilt = []
+    monkeypatch.setattr(timeline.boxes, "set_cells", lambda *args, **kw: rebuilt.append(1))
+    timeline.show_schedule(result, lambda task: blue)
+    assert rebuilt == []
+    timeline.show_schedule(result, lambda task: theme.color("network"))  # a new colour
+    assert rebuilt == [1]
