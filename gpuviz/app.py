@@ -324,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
         # nothing more for Python to flush into the closed pipe at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    opening = {"trace_file": args.open_trace} if args.open_trace else {}
     return run_window(spec, values, args.theme, warnings, present=args.present,
-                      playlist=playlist, kiosk=kiosk, trace_file=args.open_trace)
+                      playlist=playlist, kiosk=kiosk, **opening)
 
 
 def parse_playlist_option(text: str | None):  # noqa: ANN201 - list[PlaylistEntry], None

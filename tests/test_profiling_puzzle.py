@@ -234,6 +234,18 @@ def test_command_line_reads_out_a_trace(capsys):
     assert readouts["overlap"]["text"] == "55.6%"
 
 
+def test_command_line_opens_the_window_at_13_1_with_the_trace(monkeypatch):
+    seen = {}
+
+    def fake_run_window(spec, values, theme_name, warnings, **options):
+        seen.update(options, figure=spec.number)
+        return 0
+
+    monkeypatch.setattr("gpuviz.app.run_window", fake_run_window)
+    assert main(["--open-trace", str(SAMPLE)]) == 0
+    assert seen["figure"] == "13.1" and seen["trace_file"] == SAMPLE
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--figure", "13.1", "--open-trace", "{dir}/bad.json", "--readout"], "not a JSON"),
     (["--figure", "13.1", "--open-trace", "{dir}/missing.json", "--readout"],
