@@ -1,10 +1,12 @@
-"""Test set-up: offscreen Qt, settings in a throw-away folder, no clock left running."""
+"""Test set-up: offscreen Qt, settings and user data in throw-away folders, no clock left
+running."""
 
 import os
 import tempfile
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="gpuviz-test-config-")
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="gpuviz-test-data-")  # no user GPUs
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
