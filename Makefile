@@ -19,9 +19,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check gpuviz tests benchmarks
 	$(BIN)/lint-imports
 
-# One worker per core (pytest-xdist): the packaging tests stay on one worker, the rest share.
+# One worker per core (pytest-xdist) for the tests, then the slow packaging tests on their
+# own: they build in the checkout (build/, dist/) and must not run beside each other.
 test: $(STAMP) lint  ## set everything up and run the tests
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n auto --dist loadgroup
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n auto -m "not slow"
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m slow
 
 bench: $(STAMP)  ## update + repaint latency, frame rate and start-up time
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/latency.py

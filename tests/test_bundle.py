@@ -44,8 +44,6 @@ MAX_TARBALL_MIB = 60
 
 pytestmark = [
     pytest.mark.slow,
-    # One worker builds the wheel and the bundle: both write build/ in the checkout.
-    pytest.mark.xdist_group("packaging"),
     pytest.mark.skipif(os.environ.get("GPUVIZ_BUNDLE_TESTS") != "1",
                        reason="bundle tests run only with GPUVIZ_BUNDLE_TESTS=1"),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux bundle only"),

@@ -30,8 +30,6 @@ from tests.app_runs import (
 
 pytestmark = [
     pytest.mark.slow,
-    # One worker builds the wheel and the bundle: both write build/ in the checkout.
-    pytest.mark.xdist_group("packaging"),
     pytest.mark.skipif(os.environ.get("GPUVIZ_BUNDLE_TESTS") != "1",
                        reason="package tests run only with GPUVIZ_BUNDLE_TESTS=1"),
 ]
