@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuviz.data import DataError
+from gpuviz.data import DataError, read_json
 from gpuviz.data.models import ModelConfig
 
 
@@ -78,12 +78,7 @@ def model_id(name: str) -> str:
 
 
 def read_config(path: Path) -> ModelConfig:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise DataError(path, "", f"cannot be read ({error.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise DataError(path, "", f"is not valid JSON ({error})") from None
+    data = read_json(path)
     if not looks_like_config(data):
         raise DataError(path, "model_type", "missing: a Hugging Face config.json names its "
                                             "model_type, architectures and hidden_size")
