@@ -55,7 +55,7 @@ class FigureView(QWidget):
         self._shown: dict[object, object] = {}
         self.controls = ControlPanel(model)
         self.readouts = ReadoutPanel(model)
-        self.message = MessageLabel()
+        self.message = MessageLabel(self.message_lines)
         self.time_controls: TimeControls | None = None
 
         left = QWidget()
@@ -98,6 +98,9 @@ class FigureView(QWidget):
         self._refresh_now()
 
     step_label = "Step"
+    # Lines the comment under the plots keeps room for (it grows for a longer one, which
+    # shrinks and repaints the plots): a figure whose comments run longer asks for more.
+    message_lines = 2
     # The control column's needed height may have changed (fonts, rows shown or hidden).
     column_changed = Signal()
 

@@ -119,6 +119,15 @@ class MessageLabel(TextPanel):
         font = QFont(self.font())
         font.setBold(self._warn)
         self._document.setDefaultFont(font)
+        # The least height holds `lines` lines in bold too: a warning must not grow the
+        # label (and shrink the plots, repainting them whole) by the bold font's extra pixel.
+        bold = QFont(self.font())
+        bold.setBold(True)
+        sample = QTextDocument()
+        sample.setDocumentMargin(0)
+        sample.setDefaultFont(bold)
+        sample.setPlainText("\n".join(["Xg"] * int(self._lines)))
+        self._least_height = max(self._least_height, math.ceil(sample.size().height()) + 2)
         self._fit_height(grow_only=False)
 
     def show_message(self, text: str, warn: bool = False) -> None:

@@ -25,6 +25,7 @@ TEXTS_UP_TO = 200  # boxes: a trace with more is drawn without texts in its boxe
 
 
 class PuzzleView(FigureView):
+    message_lines = 3  # a named problem and its fix take three lines on a lecture screen
     def build(self) -> None:
         self.controls.add("case", "buttons")
         names = self.controls.add("diagnosis", "buttons")
