@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -182,6 +182,7 @@ class MainWindow(QMainWindow):
         self.lesson_pane = QTextBrowser()
         self.lesson_pane.setOpenExternalLinks(False)
         self.lesson_pane.setOpenLinks(False)
+        self.lesson_pane.anchorClicked.connect(self._follow_link)
         self.lesson_pane.setAccessibleName("Lesson text")
         # Code blocks wrap too (see _fit_text_to_pane); how words break: _choose_wrap.
         self.lesson_pane.viewport().installEventFilter(self)
@@ -327,6 +328,9 @@ class MainWindow(QMainWindow):
         model = self.model(number)
         page = FigurePage(spec, model, spec.make_view(model))
         page.explain_requested.connect(self.explain)
+        page.questions_requested.connect(self.show_questions)
+        page.questions_button.setVisible(self.offers("questions") and bool(
+            questions.has_questions(catalog.lesson_of(spec).number)))
         page.reset_button.clicked.connect(lambda _=False, n=number: self._forget(n))
         self.pages[number] = page
         self.stack.addWidget(page)
@@ -442,7 +446,9 @@ class MainWindow(QMainWindow):
         lesson = catalog.lesson_of(spec)
         if self._lesson_file != lesson.text_file:
             text = load_lesson_text(lesson.text_file)
-            self.lesson_pane.setMarkdown(text.markdown)
+            section = questions.lesson_section(lesson.number) if self.offers("questions") \
+                else ""
+            self.lesson_pane.setMarkdown(text.markdown + section)
             self._fit_text_to_pane()
             self._wrapped_for = None  # new text: choose again (below, at the pane's width)
             self._lesson_file = lesson.text_file
@@ -460,6 +466,16 @@ class MainWindow(QMainWindow):
                 # A pane shown just now has no final width yet, so the text will be laid
                 # out again: scroll once more when that has happened.
                 QTimer.singleShot(0, lambda: self._scroll_lesson_to(found.block()))
+
+    def _follow_link(self, url: QUrl) -> None:
+        """A link of the lesson text: a question at its end opens its card in the
+        Questions panel. Nothing else is opened (the app never goes online)."""
+        link = url.toString()
+        if link.startswith(questions.QUESTION_LINK):
+            self.show_questions()
+            if self.questions_dock is not None and self.questions_dock.isVisible():
+                self.questions_dock.widget().focus_question(
+                    link.removeprefix(questions.QUESTION_LINK))
 
     def _fit_text_to_pane(self) -> None:
         """Markdown code blocks come as lines that never break: at the pane's width they
@@ -804,10 +820,16 @@ class MainWindow(QMainWindow):
 
     def _fold_sidebar_for_questions(self) -> None:
         """The panel takes its width from the figure: where that leaves the figure narrower
-        than MIN_FIGURE_WIDTH, the sidebar folds (its handle opens it again)."""
+        than MIN_FIGURE_WIDTH, the lesson text closes (Ctrl+L opens it again), then the
+        sidebar folds (its handle opens it again): answering needs the figure."""
         sizes = self.splitter.sizes()
-        scale = theme.current().font_scale * self.text_scale
-        if sizes[0] and sizes[1] < MIN_FIGURE_WIDTH * scale:
+        least = MIN_FIGURE_WIDTH * theme.current().font_scale * self.text_scale
+        if sizes[1] >= least:
+            return
+        if not self.lesson_pane.isHidden():
+            self.lesson_pane.hide()
+            QTimer.singleShot(0, self._fold_sidebar_for_questions)  # then the sidebar
+        elif sizes[0]:
             self.splitter.setSizes([0, sizes[0] + sizes[1], sizes[2]])
 
     def start_tour(self) -> None:

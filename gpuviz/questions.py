@@ -174,6 +174,11 @@ def lesson_numbers() -> list[int]:
     return [lesson.number for lesson in catalog.LESSONS]
 
 
+def has_questions(number: int) -> bool:
+    """Whether lesson `number` has a questions file (not read: cheap for every page)."""
+    return questions_path(_lesson(number)).exists()
+
+
 def _lesson(number: int) -> catalog.Lesson:
     for lesson in catalog.LESSONS:
         if lesson.number == number:
@@ -269,3 +274,25 @@ def answered(number: int) -> list[Answered]:
 def questions_json(number: int) -> list[dict[str, Any]]:
     """`gpuviz --questions L`: lesson L's questions with the answers the models compute."""
     return [{"ask": a.question.ask, **a.json()} for a in answered(number)]
+
+
+QUESTION_LINK = "question:"  # question:<lesson>-<id>, a link in the lesson text
+SECTION_HEADING = "Questions"
+
+
+def lesson_section(number: int) -> str:
+    """The Markdown that ends lesson `number`'s text: its questions as written (never an
+    answer: those live in the Questions panel, computed by the figures), each linking to
+    its card there. Empty for a lesson without questions."""
+    try:
+        found = load_questions(number)
+    except QuestionError as error:
+        return f"\n\n## {SECTION_HEADING}\n\nThe questions could not be loaded: {error}.\n"
+    if not found:
+        return ""
+    items = "\n".join(
+        f"{i}. {' '.join(q.ask.split())} ([figure {q.figure}, answer it]"
+        f"({QUESTION_LINK}{q.key}))" for i, q in enumerate(found, 1))
+    return (f"\n\n## {SECTION_HEADING}\n\nWork these out with the figures, then check your "
+            f"answers in the Questions panel (F2), where \"Set it up\" opens each figure at "
+            f"the question's settings.\n\n{items}\n")

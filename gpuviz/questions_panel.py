@@ -123,7 +123,7 @@ class QuestionsPanel(QWidget):
         self.body = QWidget()
         self.column = QVBoxLayout(self.body)
         self.column.addStretch(1)
-        scroll = QScrollArea()
+        scroll = self.scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the cards wrap instead
         scroll.setFrameShape(QFrame.NoFrame)
@@ -153,6 +153,15 @@ class QuestionsPanel(QWidget):
             card.answered_right.connect(self.answered_right)
             self.column.insertWidget(self.column.count() - 1, card)
             self.cards.append(card)
+
+    def focus_question(self, key: str) -> None:
+        """Scroll to the question with this key (lesson-id) and put the cursor in its
+        answer field."""
+        for card in self.cards:
+            if card.answered.question.key == key:
+                self.scroll.ensureWidgetVisible(card)
+                card.entry.setFocus()
+                return
 
 
 # --- the handout ---------------------------------------------------------------------------

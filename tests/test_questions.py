@@ -191,6 +191,47 @@ def test_lecture_and_kiosk_modes_show_the_questions_but_remember_nothing(window,
     kiosk.deleteLater()
 
 
+def test_every_lesson_text_ends_with_its_questions_and_each_opens_its_card(window):
+    from PySide6.QtCore import QUrl
+    from PySide6.QtWidgets import QApplication
+
+    from gpuviz.main_window import MIN_FIGURE_WIDTH
+
+    for lesson in catalog.LESSONS:
+        found = questions.load_questions(lesson.number)
+        window.show_figure(lesson.figures[0].number)
+        window.explain()
+        text = window.lesson_pane.toPlainText()
+        tail = text[text.rindex(questions.SECTION_HEADING):]
+        assert [q.ask.split()[:6] for q in found] == [
+            line.split()[:6] for line in tail.splitlines() if line.endswith("answer it)")]
+        section = questions.lesson_section(lesson.number)
+        last = found[-1]
+        assert f"({questions.QUESTION_LINK}{last.key})" in section
+        assert last.working.split()[0] not in section.split("answer it")[-1]  # no working
+        window._follow_link(QUrl(questions.QUESTION_LINK + last.key))
+        panel = window.questions_dock.widget()
+        assert panel.lesson == lesson.number
+        assert panel.cards[-1].entry.hasFocus() or not window.isActiveWindow()
+        for _ in range(3):  # the dock takes its width, then the lesson text makes room
+            QApplication.processEvents()
+        assert window.lesson_pane.isHidden() or window.splitter.sizes()[1] >= MIN_FIGURE_WIDTH
+
+
+def test_the_questions_button_opens_the_panel_in_a_kiosk_too(window, themed):
+    from gpuviz.app import make_window
+    from gpuviz.kiosk import KioskConfig
+
+    for win in (window, make_window("dark", kiosk=KioskConfig().with_figures())):
+        win.show_figure("4.1")
+        page = win.pages["4.1"]
+        assert not page.questions_button.isHidden()
+        page.questions_button.click()
+        assert not win.questions_dock.isHidden()
+        assert win.questions_dock.widget().lesson == 4
+    win.deleteLater()
+
+
 def test_the_handout_has_the_answers_on_a_page_after_the_questions(window, tmp_path):
     from gpuviz.questions_panel import handout_markdown
 

@@ -193,9 +193,11 @@ class FigureView(QWidget):
 
 
 class FigurePage(QWidget):
-    """Title, caption with "try this" prompts, Reset and Explain around one FigureView."""
+    """Title, caption with "try this" prompts, Reset, Explain and Questions around one
+    FigureView."""
 
     explain_requested = Signal(str)
+    questions_requested = Signal()
 
     def __init__(self, spec: object, model: FigureModel, view: FigureView,
                  parent: QWidget | None = None) -> None:
@@ -245,12 +247,18 @@ class FigurePage(QWidget):
         self.explain_button.setToolTip("Open the lesson text at this figure's section (F1)")
         self.explain_button.clicked.connect(
             lambda: self.explain_requested.emit(spec.lesson_anchor))
+        # The lesson's worked questions, one touch away where there are no menus (a kiosk,
+        # lecture mode); the window hides it where a mode or lesson has none.
+        self.questions_button = QPushButton("Questions")
+        self.questions_button.setToolTip("This lesson's worked questions (F2)")
+        self.questions_button.clicked.connect(self.questions_requested)
         header = QHBoxLayout()
         header.addWidget(title, 1)
         header.addWidget(self.caption_line, 1)
         header.addWidget(self.caption_button)
         header.addWidget(self.reset_button)
         header.addWidget(self.explain_button)
+        header.addWidget(self.questions_button)
         self._header = header
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
