@@ -253,3 +253,23 @@ def test_the_window_adds_a_gpu_lists_it_in_preferences_and_removes_it(themed, qt
     combos = window.pages["2.1"].findChildren(QComboBox)
     assert all(combo.findText("My H100 (yours)") < 0 for combo in combos)
     window.clock.stop()
+
+
+def test_a_model_added_again_under_its_key_is_computed_afresh():
+    """The models' caches keyed by a preset's key forget it when the user's models
+    change: the second import's numbers are used, not the first's."""
+    from dataclasses import replace
+
+    from gpuviz.models.memory import training_memory
+    from gpuviz.models.serving.long_prompt import prefill_polynomial
+
+    base = model("llama2_7b")
+    try:
+        USER_MODELS.add("mine", replace(base, key="mine", layers=16))
+        first = training_memory("mine", 1024, 1), prefill_polynomial("mine")
+        USER_MODELS.add("mine", replace(base, key="mine", layers=32))
+        second = training_memory("mine", 1024, 1), prefill_polynomial("mine")
+        assert second[0].peak > first[0].peak and second[1] != first[1]
+        assert second[0].peak == training_memory("llama2_7b", 1024, 1).peak
+    finally:
+        USER_MODELS.clear()

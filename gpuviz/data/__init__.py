@@ -1,5 +1,6 @@
 """Loading and validating the shipped data (resources/hardware, resources/models)."""
 
+import functools
 import json
 import tomllib
 from collections.abc import Callable
@@ -49,6 +50,25 @@ def read_header(path: Path, data: dict) -> tuple[str, str, int]:
     return data["name"], data["short_name"], order
 
 
+def cache_by_key(maxsize: int | None = None) -> Callable[[Callable], Callable]:
+    """functools.lru_cache for a function of a GPU's or model's key (a string): such a
+    cache is cleared whenever the user's GPUs or models change, so an entry added again
+    under the same key with new numbers is computed afresh, not read from the cache."""
+    def decorate(function: Callable) -> Callable:
+        cached = functools.lru_cache(maxsize=maxsize)(function)
+        _BY_KEY_CACHES.append(cached)
+        return cached
+    return decorate
+
+
+_BY_KEY_CACHES: list = []
+
+
+def _user_entries_changed() -> None:
+    for cached in _BY_KEY_CACHES:
+        cached.cache_clear()
+
+
 YOURS = " (yours)"  # how a selector marks what the user added
 T = TypeVar("T")
 
@@ -81,14 +101,17 @@ class UserEntries(Generic[T]):
             raise KeyError(key)
         self._user[key] = entry
         self._all = None
+        _user_entries_changed()
 
     def remove(self, key: str) -> None:
         self._user.pop(key, None)
         self._all = None
+        _user_entries_changed()
 
     def clear(self) -> None:
         self._user.clear()
         self._all = None
+        _user_entries_changed()
 
     def label(self, key: str, name: str) -> str:
         """A selector's label: the name, marked when the entry is the user's."""

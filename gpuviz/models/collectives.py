@@ -24,6 +24,7 @@ from gpuviz.core.model import (
 )
 from gpuviz.core.schedule import Task, schedule_at
 from gpuviz.core.trace import Lane, Trace
+from gpuviz.data import cache_by_key
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.models import alpha_beta as ab
 from gpuviz.models import collective_sim as cs
@@ -618,7 +619,7 @@ class MultiNodeModel(MeasuredFigure, FigureModel):
         return rows | self.measured_readouts()
 
 
-@functools.lru_cache(maxsize=32)
+@cache_by_key(maxsize=32)
 def _busbw_curves(n: float, g: int, gpu_key: str, latency: bool
                   ) -> tuple[np.ndarray, np.ndarray]:
     counts = np.arange(1, NODES_MAX + 1)

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuviz.data import cache_by_key
 from gpuviz.data.models import ModelConfig, model
 from gpuviz.models import transformer as tf
 
@@ -534,7 +535,7 @@ def head_forward_time(cfg: ModelConfig, seq: int, micro_batch: int) -> float:
     return head / layer_forward_flops(cfg, seq, micro_batch)
 
 
-@functools.lru_cache(maxsize=256)
+@cache_by_key(maxsize=256)
 def training_memory(preset: str | ModelConfig, seq: int, micro_batch: int,
                     recipe: str = "mixed", optimizer: str = "adam", *, flash: bool = False,
                     policy: str = NONE, every: int = 1, zero_stage: int = 0, gpus: int = 1,

@@ -9,7 +9,6 @@ models. Units: FLOPs, bytes, seconds, FLOP/s, bytes/s; intensity in FLOP per byt
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from gpuviz.core.model import (
     si_readout,
     time_readout,
 )
+from gpuviz.data import cache_by_key
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices, load_gpus
 from gpuviz.data.models import DEFAULT_MODEL, ModelConfig, model, model_choices
 from gpuviz.models import transformer as tf
@@ -125,7 +125,7 @@ class NamedOp:
         return self.flops / self.bytes
 
 
-@functools.cache
+@cache_by_key()
 def named_ops(preset: str = OPS_PRESET) -> tuple[NamedOp, ...]:
     """Eight kernels of one layer of `preset`, with FLOPs and bytes from the transformer
     module: the residual add, softmax (unfused) and LayerNorm of a 2,048-token prefill,

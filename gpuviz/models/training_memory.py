@@ -8,7 +8,6 @@ holds only the figure models built on it. Bytes throughout; readouts in GB = 10^
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ from gpuviz.core.model import (
     si_readout,
     si_text,
 )
+from gpuviz.data import cache_by_key
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import ModelConfig, model, model_choices
 from gpuviz.models import memory as mem
@@ -394,7 +394,7 @@ class CheckpointSweep:
     best_k: int
 
 
-@functools.lru_cache(maxsize=64)
+@cache_by_key(maxsize=64)
 def checkpoint_sweep(preset: str, seq: int, micro_batch: int, flash: bool, every: int
                      ) -> CheckpointSweep:
     """The chosen k's full timeline, and the peak of every k from the closed form
@@ -519,7 +519,7 @@ class FitOut:
         return self.after.total <= self.usable
 
 
-@functools.lru_cache(maxsize=512)
+@cache_by_key(maxsize=512)
 def budget(preset: str, seq: int, micro_batch: int, recipe: str, optimizer: str,
            flash: bool, checkpoint: bool, zero_stage: int, gpus: int) -> Budget:
     run = mem.training_memory(preset, seq, micro_batch, recipe, optimizer, flash=flash,

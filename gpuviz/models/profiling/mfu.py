@@ -30,7 +30,7 @@ from gpuviz.core.model import (
     format_value,
     si_readout,
 )
-from gpuviz.data import read_toml
+from gpuviz.data import cache_by_key, read_toml
 from gpuviz.data.hardware import gpu, gpu_choices
 from gpuviz.data.models import ModelConfig, model, model_choices, parse_model
 from gpuviz.models.transformer import parameter_count
@@ -51,7 +51,7 @@ def palm_run() -> dict[str, float | str]:
     return {name: entry["value"] for name, entry in run.items()}
 
 
-@functools.cache
+@cache_by_key()
 def preset(key: str) -> ModelConfig:
     """A model of resources/models, or PaLM 540B from resources/profiling."""
     return parse_model(resource("profiling", f"{PALM}.toml")) if key == PALM else model(key)

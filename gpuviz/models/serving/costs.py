@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
+from gpuviz.data import cache_by_key
 from gpuviz.data.hardware import gpu
 from gpuviz.data.models import model
 from gpuviz.models import transformer as tf
@@ -112,7 +112,7 @@ class DecodeSteps:
         return self.kv_cache / self.bytes
 
 
-@cache
+@cache_by_key()
 def _per_sequence(preset: str, context: int, cache: str) -> tuple[tf.PassCost, tf.PassCost]:
     """The cost of a step of one sequence, and what each further sequence adds."""
     cfg = model(preset)

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
 from gpuviz.core.model import FigureModel, Parameter, Readout, plural, time_readout
 from gpuviz.core.schedule import Schedule, Task, schedule_at
 from gpuviz.core.trace import Lane, Trace
+from gpuviz.data import cache_by_key
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
@@ -62,7 +62,7 @@ LANES = (DECODE_GPU, PREFILL_GPU, LINK)
 DECODE, PREFILL, TRANSFER = "decode", "prefill", "transfer"
 
 
-@cache
+@cache_by_key()
 def prefill_polynomial(preset: str) -> tuple[float, float, float]:
     """(a0, a1, a2) with F(s) = a0 + a1 s + a2 s² the prefill FLOPs of an s-token prompt
     (exact: every term of `forward_parts` in prefill is constant, linear or quadratic)."""
