@@ -188,3 +188,18 @@ def test_a_dragged_edge_rescales_once_the_size_rests(build, qtbot):
     page.resize(1920, 1080)  # a large step: at once
     drive.settle()
     assert theme.screen_scale() == pytest.approx(1.35)
+
+
+@pytest.mark.parametrize("size", PROJECTORS, ids=("1280x800", "1024x768"))
+@pytest.mark.parametrize("number", ("7.3", "7.4"))
+def test_measurements_loaded_still_fit_small_projectors(number, size, build):
+    """File > Open measurements adds dots, two buttons and the fit: still no scrolling."""
+    from gpuviz.imports.nccl_tests import read_nccl_tests
+    from gpuviz.paths import resource
+
+    page = build(catalog.figure(number), "projector", size)
+    sample = sorted(resource("samples").glob("nccl_tests_*.txt"))[0]
+    page.view.model.load_measurements(read_nccl_tests(sample))
+    drive.settle()
+    assert page.view.measured_buttons.isVisible()
+    assert_column_fits(page)

@@ -36,10 +36,15 @@ class ReadoutPanel(QFrame):
         self._panel_width = int(CONTROL_COLUMN_WIDTH * theme.ui_scale())
         self.setMinimumWidth(1)
         self._names: list[str] = []
+        # Readouts the figure's comment already states in a sentence (a view sets it in
+        # build): left out of the panel where a lecture screen has no room for both;
+        # `--readout` and the questions still have them.
+        self.left_out: frozenset[str] = frozenset()
         self.sync()
 
     def sync(self) -> None:
-        readouts = self.model.readouts()
+        readouts = {key: readout for key, readout in self.model.readouts().items()
+                    if key not in self.left_out}
         if list(readouts) != list(self.rows):
             self._build_rows(readouts)
         names = [readout.label for readout in readouts.values()]

@@ -38,6 +38,9 @@ class AlphaBetaView(FigureView):
             self.controls.add(name)
         self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
+        # The fit's α, 1/β and worst error are in the comment under the plot: three rows
+        # fewer, so the column fits a 1280x800 projector with measurements loaded.
+        self.readouts.left_out = frozenset(("fit_alpha", "fit_bandwidth", "fit_error"))
         self.measured_buttons = self.controls.add_widget(MeasurementButtons(
             self.model, "Set P, α and 1/β to the measurement's ranks and fitted ring"))
 
