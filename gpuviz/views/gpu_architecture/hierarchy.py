@@ -19,6 +19,7 @@ from gpuviz.models.gpu_architecture import LEVELS, WARP_SIZE
 # Diagram layout, in data units (y grows downwards).
 WIDTH = 68.0
 PANEL_TOP = 2.0  # first row of cells of the two panels
+TITLES_TOP = -4.0  # room above the panels for their two-line titles
 RIGHT_X = 36.0  # left edge of the SM panel
 PANEL_WIDTH = 32.0
 SM_COLUMNS = 22
@@ -91,7 +92,7 @@ class HierarchyView(FigureView):
         for item in (self.block_image, self.sm_image, self.cells, self.outlines,
                      self.titles):
             self.box.addItem(item)
-        self.box.setRange(xRange=(0, WIDTH), yRange=(-2.0, HEIGHT), padding=0.02)
+        self.box.setRange(xRange=(0, WIDTH), yRange=(TITLES_TOP, HEIGHT), padding=0.02)
         # The key right under the waves (placed in refresh), not in a far corner; one
         # column, as wide as the SM panel leaves it at lecture sizes.
         self.legend = Legend(self.box, anchor=(0, 0), at=(RIGHT_X, HEIGHT))
@@ -164,14 +165,14 @@ class HierarchyView(FigureView):
             self.outlines.set_cells(np.array([outline]), [None],
                                     outlines=[_selection_pen().color()], outline_width=2.5)
 
-            # Short titles: each must fit over its own panel (32 of the 68 units across),
-            # or the two run together on a narrow canvas in the projector theme.
+            # Two lines each: one line ran into the other panel's title on a narrow canvas
+            # in the projector theme (each has 32 of the 68 units across).
             self.block_title.setText(
-                f"Last block: {out.last_block_threads:,} busy, "
+                f"Last block\n{out.last_block_threads:,} busy, "
                 f"{out.block_size - out.last_block_threads:,} idle")
             self.block_title.setPos(0, PANEL_TOP - 0.3)
             self.sm_title.setText(
-                f"Last wave: {plural(out.busy_sms_last_wave, 'SM')} busy, "
+                f"Last wave\n{plural(out.busy_sms_last_wave, 'SM')} busy, "
                 f"{out.idle_sms_last_wave} idle")
             self.sm_title.setPos(RIGHT_X, PANEL_TOP - 0.3)
             more = ", the" if out.waves <= MAX_WAVE_CELLS else f" ({drawn} drawn),"
