@@ -19,7 +19,7 @@ from gpuviz.models.gpu_architecture import LEVELS, WARP_SIZE
 # Diagram layout, in data units (y grows downwards).
 WIDTH = 68.0
 PANEL_TOP = 2.0  # first row of cells of the two panels
-TITLES_TOP = -4.0  # room above the panels for their two-line titles
+TITLES_TOP = -3.4  # room above the panels for their two-line titles
 RIGHT_X = 36.0  # left edge of the SM panel
 PANEL_WIDTH = 32.0
 SM_COLUMNS = 22
