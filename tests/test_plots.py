@@ -177,7 +177,8 @@ def test_legend_labels_after_a_hatched_swatch_are_drawn_at_ratio_2(qapp):
     from gpuviz.core.plots import Legend, pen
 
     theme.apply("dark", qapp)
-    legend = Legend(plot_widget().getPlotItem(), columns=1)
+    plot = plot_widget()  # kept: a plot no one holds is deleted at once
+    legend = Legend(plot.getPlotItem(), columns=1)
     legend.add_box("idle", theme.color("idle"), hatch=True)
     legend.add_line("stash", pen("memory"))
     rect = legend.boundingRect()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from gpuviz.core.model import format_g, signed, superscript
@@ -46,6 +46,8 @@ def thin_tick_labels(specs: tuple | None) -> tuple | None:
 
 
 class Axis(pg.AxisItem):
+    ticks_set = Signal()  # setTicks was called (GridPlotWidget redraws its grid)
+
     def __init__(self, orientation: str) -> None:
         self._label_html: str | None = None
         self._ticks_key: tuple[float, float, float] | None = None
@@ -53,6 +55,10 @@ class Axis(pg.AxisItem):
         self._text_sizes: dict[str, tuple[float, float]] = {}
         self._metrics_font: object = None
         super().__init__(orientation)
+
+    def setTicks(self, ticks: list | None) -> None:  # noqa: N802
+        super().setTicks(ticks)
+        self.ticks_set.emit()
 
     def set_fonts(self, tick_font: QFont, title_size: str) -> None:
         """The tick labels' font and the title's size (CSS, "13.5pt"), set at build and

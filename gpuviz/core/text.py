@@ -170,14 +170,16 @@ def rich_text(html: str, size: float = 9, anchor: tuple[float, float] = (0, 0)
 
 
 class LayerLabel:
-    """One label of a TextLayer, with PixelText's setters."""
+    """One label of a TextLayer, with PixelText's setters. It holds its layer weakly: a
+    reference back would make every layer a reference cycle, freed only by Python's garbage
+    collector long after Qt deleted the page (issue 36)."""
 
     __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible",
                  "lines", "width", "height", "size", "bold", "mono")
 
     def __init__(self, layer: TextLayer, text: str, color: QColor, size: float, bold: bool,
                  anchor: tuple[float, float], mono: bool = False) -> None:
-        self._layer = layer
+        self._layer = weakref.ref(layer)
         self.text = text
         self.x = self.y = 0.0
         self.anchor = (float(anchor[0]), float(anchor[1]))
@@ -208,7 +210,12 @@ class LayerLabel:
         if text != self.text:
             self.text = text
             self._lay_out()
-            self._layer.update()
+            self._changed()
+
+    def _changed(self) -> None:
+        layer = self._layer()
+        if layer is not None:
+            layer.update()
 
     def toPlainText(self) -> str:  # noqa: N802
         return self.text
@@ -217,23 +224,23 @@ class LayerLabel:
         x, y = float(x), float(y)
         if x != self.x or y != self.y:
             self.x, self.y = x, y
-            self._layer.update()
+            self._changed()
 
     def setAnchor(self, anchor: tuple[float, float]) -> None:  # noqa: N802
         anchor = (float(anchor[0]), float(anchor[1]))
         if anchor != self.anchor:
             self.anchor = anchor
-            self._layer.update()
+            self._changed()
 
     def setColor(self, color: QColor) -> None:  # noqa: N802
         if QColor(color).rgba() != self.color.rgba():
             self.color = QColor(color)
-            self._layer.update()
+            self._changed()
 
     def setVisible(self, visible: bool) -> None:  # noqa: N802
         if bool(visible) != self.visible:
             self.visible = bool(visible)
-            self._layer.update()
+            self._changed()
 
     def isVisible(self) -> bool:  # noqa: N802
         return self.visible
