@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from gpuviz import app as cli
 from gpuviz import catalog, state
-from gpuviz.core.model import END
+from gpuviz.core.model import END, AnimatedModel
 from gpuviz.kiosk import (
     Kiosk,
     KioskConfig,
@@ -126,12 +126,14 @@ def test_idle_countdown_runs_out_and_starts_over(themed, qtbot, lesson_one):
 
 
 def test_attract_loop_keeps_as_many_qobjects(themed, qtbot, monkeypatch):
-    """200 attract steps (the timers' slots called directly), with a visitor and an idle
-    reset every 45. After the first full cycle (every page built once), each time the loop
-    is back at its first figure with the same pages kept, the same QObjects are alive,
-    class by class."""
+    """200 attract steps (the timers' slots called directly, the animated figures playing a
+    few frames), with a visitor and an idle reset every 45. After the first full cycle
+    (every page built once), each time the loop is back at its first figure with the same
+    pages kept, the same QObjects are alive, class by class, with Python's garbage
+    collector off: a page in a reference cycle would outlive its deletion until a full
+    collection, which gc.freeze() makes rare in the app (issue 36)."""
     monkeypatch.setattr("gpuviz.main_window.MAX_PAGES", 2)  # every step deletes a page
-    window = make_kiosk(qtbot, idle_reset=3, countdown=2, attract=2, lessons=(1,))
+    window = make_kiosk(qtbot, idle_reset=3, countdown=2, attract=2, lessons=(1, 2))
     kiosk = Kiosk.of(window)
     figures = kiosk.config.figures
 
@@ -141,23 +143,30 @@ def test_attract_loop_keeps_as_many_qobjects(themed, qtbot, monkeypatch):
         while kiosk.countdown.isVisible():
             kiosk._tick()
 
-    idle_reset()
-    seen: dict[frozenset[str], Counter] = {}  # the live QObjects by the pages kept
-    compared = 0
-    for step in range(1, 201):
-        kiosk.attract_timer.stop()  # the test steps the loop, not the timer
-        idle_reset() if step % 45 == 0 else kiosk._attract_step()
-        QApplication.processEvents()  # a pass of the event loop: refreshes, deletions
-        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
-        if (len(window.models) < len(figures) or window.current != kiosk.config.first
-                or step % 3):  # every third return: a full collection takes a while
-            continue
-        gc.collect()
-        counts = live_qobjects()
-        before = seen.setdefault(frozenset(window.pages), counts)
-        compared += before is not counts
-        assert counts == before, f"step {step}: {counts - before} more, " \
-                                 f"{before - counts} fewer"
+    gc.collect()
+    gc.disable()
+    try:
+        idle_reset()
+        seen: dict[frozenset[str], Counter] = {}  # the live QObjects by the pages kept
+        compared = 0
+        for step in range(1, 201):
+            kiosk.attract_timer.stop()  # the test steps the loop, not the timer
+            idle_reset() if step % 45 == 0 else kiosk._attract_step()
+            model = window.models[window.current]
+            for _ in range(3):  # a few frames of the clock, each refreshing the view
+                if isinstance(model, AnimatedModel) and model.playing:
+                    model.advance(0.2)
+                QApplication.processEvents()  # a pass of the event loop: refreshes
+            QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+            if len(window.models) < len(figures) or window.current != kiosk.config.first:
+                continue
+            counts = live_qobjects()
+            before = seen.setdefault(frozenset(window.pages), counts)
+            compared += before is not counts
+            assert counts == before, f"step {step}: {counts - before} more, " \
+                                     f"{before - counts} fewer"
+    finally:
+        gc.enable()
     assert compared >= 10
     shut(window)
 
