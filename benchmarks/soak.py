@@ -18,6 +18,10 @@ the file after every sample (a run cut short is still readable): both series, an
 slope in MB per hour by least squares over the samples after the warm-up (every figure of
 the kiosk shown once, and at least `--warmup` minutes). Budget: slope under 2 MB/h and RSS
 under 300 MB throughout.
+
+The live QObjects of a sample depend on the figure shown and the pages kept, so a kiosk
+also records them once a lap (`laps`): shortly after its attract loop is back at its first
+figure, with the same pages kept each time, so any change from lap to lap is a leak.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ BUDGET_SLOPE_MB_PER_H = 2.0
 BUDGET_RSS_MB = 300.0
 LAB_KIOSK = {"idle_reset": 3, "countdown": 2, "attract": 2, "theme": "projector"}
 REPLAY_CHECK_MS = 250  # lecture mode: how soon an animation that ended plays again
+LAP_SETTLE_MS = 500  # a lap's count waits for the page the step dropped to be deleted
 
 
 def rss_mb() -> float:
@@ -79,7 +84,7 @@ def slope_mb_per_h(times_s: list[float], values: list[float]) -> float | None:
     return covariance / spread * 3600
 
 
-def summary(series: dict, warmup_s: float | None) -> dict:
+def summary(series: dict, laps: dict, warmup_s: float | None) -> dict:
     """The slopes after the warm-up, the largest RSS and the verdict against the budget."""
     after = [i for i, t in enumerate(series["t_s"]) if warmup_s is not None and t >= warmup_s]
     times = [series["t_s"][i] for i in after]
@@ -97,6 +102,9 @@ def summary(series: dict, warmup_s: float | None) -> dict:
             "slope_mb_per_h": rss_slope, "malloc_slope_mb_per_h": slope("malloc_mb"),
             "qobjects_first_last_after_warmup":
                 [series["qobjects"][after[0]], series["qobjects"][after[-1]]] if after else None,
+            "qobjects_per_lap_after_warmup": [count for t, count in zip(
+                laps["t_s"], laps["qobjects"], strict=True)
+                if warmup_s is not None and t >= warmup_s],
             "max_rss_mb": round(max_rss, 1),
             "within_budget": rss_slope is not None and rss_slope < BUDGET_SLOPE_MB_PER_H
             and max_rss < BUDGET_RSS_MB}
@@ -116,11 +124,12 @@ def run_child(options: dict) -> int:
     started = time.monotonic()
     series: dict[str, list] = {"t_s": [], "rss_mb": [], "malloc_mb": [], "qobjects": [],
                                "figure": []}
+    laps: dict[str, list] = {"t_s": [], "qobjects": []}  # kiosk: at its first figure
     shown: set[str] = set()
     state = {"warmup_s": None, "window": None}
     result = {"mode": "present" if options["present"] else "kiosk", "options": options,
               "platform": app.platformName(), "interval_s": options["every"],
-              "series": series, "finished": False}
+              "series": series, "laps": laps, "finished": False}
 
     def window() -> MainWindow | None:
         if state["window"] is None:
@@ -128,6 +137,7 @@ def run_child(options: dict) -> int:
             if windows:
                 state["window"] = windows[0]
                 windows[0].figure_shown.connect(shown.add)
+                windows[0].figure_shown.connect(lap)
         return state["window"]
 
     def warmed_up(now_s: float, main: MainWindow) -> bool:
@@ -138,8 +148,19 @@ def run_child(options: dict) -> int:
         kiosk = Kiosk.of(main)
         return kiosk is not None and shown >= set(kiosk.config.figures)
 
+    def lap(number: str) -> None:
+        kiosk = Kiosk.of(state["window"])
+        if kiosk is not None and kiosk.attracting and number == kiosk.config.first:
+            QTimer.singleShot(LAP_SETTLE_MS, record_lap)
+
+    def record_lap() -> None:
+        kiosk = Kiosk.of(state["window"])
+        if kiosk is not None and state["window"].current == kiosk.config.first:
+            laps["t_s"].append(round(time.monotonic() - started, 1))
+            laps["qobjects"].append(live_qobjects().total())
+
     def write() -> None:
-        result.update(summary(series, state["warmup_s"]))
+        result.update(summary(series, laps, state["warmup_s"]))
         if options["json"]:
             path = Path(options["json"])
             partial = path.with_name(path.name + ".partial")
@@ -246,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{result['mode']} on {result['platform']}: RSS slope after warm-up "
               f"{result['slope_mb_per_h']} MB/h (budget < {BUDGET_SLOPE_MB_PER_H:g}), "
               f"malloc {result['malloc_slope_mb_per_h']} MB/h, max RSS "
-              f"{result['max_rss_mb']} MB (budget < {BUDGET_RSS_MB:g}): "
+              f"{result['max_rss_mb']} MB (budget < {BUDGET_RSS_MB:g}), QObjects per lap "
+              f"{sorted(set(result['qobjects_per_lap_after_warmup'])) or '-'}: "
               f"{'ok' if result['within_budget'] else 'OVER BUDGET'}")
     return status
 
