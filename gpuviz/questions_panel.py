@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QMarginsF, Qt, Signal
+from PySide6.QtCore import QMarginsF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QPageLayout,
     QPageSize,
@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuviz import catalog
-from gpuviz.questions import Answered, Question
+from gpuviz.questions import Answered
 
 ANSWERS_HEADING = "Answers"
 
@@ -45,13 +45,6 @@ def _markdown_label(text: str) -> QLabel:
     return label
 
 
-def where_text(question: Question) -> str:
-    """Figure 1.3 (its title), set to threads_per_block=1024, ..."""
-    spec = catalog.figure(question.figure)
-    settings = ", ".join(question.settings) or "its defaults"
-    return f"Figure {spec.number}, {spec.title}; {settings}"
-
-
 class QuestionCard(QFrame):
     set_up = Signal(object)  # the Question
     answered_right = Signal(object)  # the Question
@@ -62,8 +55,9 @@ class QuestionCard(QFrame):
         q = answered.question
         self.setFrameShape(QFrame.StyledPanel)
         self.ask = _markdown_label(f"**{index}.** {q.ask.strip()}")
-        self.where = QLabel(f"<small>{where_text(q)}. Answer in {q.unit or 'a number'}, "
-                            f"{q.tolerance_text()}.</small>")
+        # Full size: the lecture hall's smallest text is the widgets' (16 px and up).
+        self.where = QLabel(f"<i>{q.where_text()}.</i> Answer in {q.unit or 'a number'}, "
+                            f"{q.tolerance_text()}.")
         self.where.setWordWrap(True)
         self.setup_button = QPushButton("Set it up")
         self.setup_button.setToolTip(f"Open figure {q.figure} at these settings")
@@ -113,6 +107,7 @@ class QuestionsPanel(QWidget):
 
     set_up = Signal(object)  # a Question: open its figure at its settings
     answered_right = Signal(object)  # a Question
+    close_requested = Signal()  # Close: a button a finger can hit (the dock's is tiny)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -120,10 +115,13 @@ class QuestionsPanel(QWidget):
         self.cards: list[QuestionCard] = []
         self.heading = QLabel()
         self.heading.setWordWrap(True)
+        self.close_button = QPushButton("Close")
+        self.close_button.setToolTip("Close the questions (F2 opens them again)")
+        self.close_button.clicked.connect(self.close_requested)
         self.body = QWidget()
         self.column = QVBoxLayout(self.body)
         self.column.addStretch(1)
-        scroll = QScrollArea()
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the cards wrap instead
         scroll.setFrameShape(QFrame.NoFrame)
@@ -131,7 +129,9 @@ class QuestionsPanel(QWidget):
         layout = QGridLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.heading, 0, 0)
-        layout.addWidget(scroll, 1, 0)
+        layout.addWidget(self.close_button, 0, 1, Qt.AlignTop)
+        layout.addWidget(scroll, 1, 0, 1, 2)
+        layout.setColumnStretch(0, 1)
 
     def show_lesson(self, lesson: catalog.Lesson, answered: list[Answered] | str,
                     done: set[str]) -> None:
@@ -155,6 +155,20 @@ class QuestionsPanel(QWidget):
             self.cards.append(card)
 
 
+    def focus_question(self, key: str) -> None:
+        """Scroll to the question `key` (Question.key) and put the cursor in its answer."""
+        card = next((c for c in self.cards if c.answered.question.key == key), None)
+        if card is not None:
+            card.entry.setFocus()
+            # Cards made just now are laid out later: scroll once they have their places.
+            QTimer.singleShot(0, self, lambda: self._scroll_to(key))
+
+    def _scroll_to(self, key: str) -> None:
+        card = next((c for c in self.cards if c.answered.question.key == key), None)
+        if card is not None:
+            self.scroll.ensureWidgetVisible(card, 0, 0)
+
+
 # --- the handout ---------------------------------------------------------------------------
 def handout_markdown(lesson: catalog.Lesson, answered: list[Answered]) -> str:
     """The questions, then (from the heading ANSWERS_HEADING on) the answers and working."""
@@ -162,7 +176,7 @@ def handout_markdown(lesson: catalog.Lesson, answered: list[Answered]) -> str:
              "answered by a figure of gpuviz at the settings given.\n"]
     for index, item in enumerate(answered, 1):
         q = item.question
-        parts.append(f"**{index}.** {q.ask.strip()}\n\n*{where_text(q)}. Answer in "
+        parts.append(f"**{index}.** {q.ask.strip()}\n\n*{q.where_text()}. Answer in "
                      f"{q.unit or 'a number'}.*\n\nAnswer: ______________________\n")
     parts.append(f"# {ANSWERS_HEADING}\n")
     for index, item in enumerate(answered, 1):

@@ -275,3 +275,153 @@ def test_no_tour_in_kiosk_mode(themed):
     kiosk.start_tour()
     assert Tour.of(kiosk) is None and "tour" not in kiosk.actions
     kiosk.deleteLater()
+
+
+# --- the end of each lesson's text ------------------------------------------------------------
+def lesson_links(document):
+    """The links of a rendered lesson text, in order."""
+    hrefs = []
+    block = document.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            href = it.fragment().charFormat().anchorHref()
+            if href and (not hrefs or hrefs[-1] != href):
+                hrefs.append(href)
+            it += 1
+        block = block.next()
+    return hrefs
+
+
+@pytest.mark.parametrize("lesson", catalog.LESSONS, ids=lambda lesson: str(lesson.number))
+def test_every_lesson_text_ends_with_its_questions_and_their_links(themed, lesson):
+    """The pane's text ends with a Questions section made from the questions file: each
+    question as asked, its figure, and two links that name it; never an answer (the
+    section is made without building a model)."""
+    from PySide6.QtGui import QTextDocument
+
+    from gpuviz.lessons import lesson_text
+
+    document = QTextDocument()
+    document.setMarkdown(lesson_text(lesson).markdown)
+    blocks = []
+    block = document.begin()
+    while block.isValid():
+        blocks.append(block)
+        block = block.next()
+    headings = [b for b in blocks if b.blockFormat().headingLevel() > 0]
+    assert headings[-1].text() == questions.SECTION_HEADING
+    after = " ".join(b.text() for b in blocks[blocks.index(headings[-1]):])
+    asked = questions.load_questions(lesson.number)
+    places = [after.index(" ".join(q.ask.split())) for q in asked]
+    assert places == sorted(places)
+    for q in asked:
+        assert f"Figure {q.figure}, {catalog.figure(q.figure).title}" in after
+    links = [h for h in lesson_links(document) if ":" in h and not h.startswith("http")]
+    assert links[-2 * len(asked):] == [q.link(kind) for q in asked
+                                       for kind in (questions.ANSWER_LINK,
+                                                    questions.SETUP_LINK)]
+    for href in links[-2 * len(asked):]:
+        kind, found = questions.linked_question(href)
+        assert found in asked and href == found.link(kind)
+
+
+def test_a_link_that_names_no_question_is_none():
+    for href in ("question:1-no-such", "setup:99-x", "https://example.org", "question:x-y",
+                 "question:", ""):
+        assert questions.linked_question(href) is None
+
+
+def test_the_lesson_texts_links_open_the_question_and_set_it_up(window):
+    from PySide6.QtCore import QUrl
+
+    window.show_figure("1.1")
+    window.explain()
+    asked = questions.load_questions(1)
+    last = asked[-1]
+    window.lesson_pane.anchorClicked.emit(QUrl(last.link(questions.ANSWER_LINK)))
+    panel = window.questions_dock.widget()
+    assert window.questions_dock.isVisible() and panel.lesson == 1
+    assert window.focusWidget() is panel.cards[-1].entry
+    window.lesson_pane.anchorClicked.emit(QUrl(last.link(questions.SETUP_LINK)))
+    assert window.current == last.figure
+    model = window.models[last.figure]
+    assert model.readouts()[last.readout].value == pytest.approx(
+        panel.cards[-1].answered.value)
+    window.lesson_pane.anchorClicked.emit(QUrl("https://example.org"))  # nothing happens
+
+
+# --- a visible way to the questions: the figure's header, and a small screen ------------------
+def test_the_headers_questions_button_opens_and_closes_them(window):
+    window.show_figure("4.1")
+    page = window.pages["4.1"]
+    assert page.questions_button.isVisible()
+    page.questions_button.click()
+    assert window.questions_dock.isVisible() and window.questions_dock.widget().lesson == 4
+    window.questions_dock.widget().close_button.click()
+    assert not window.questions_dock.isVisible()
+
+
+@pytest.mark.parametrize("mode", ["kiosk", "lecture"])
+def test_kiosk_and_lecture_visitors_open_the_questions_from_the_header_and_leave_no_trace(
+        themed, mode):
+    from PySide6.QtCore import QUrl
+
+    from gpuviz import state
+    from gpuviz.app import make_window
+    from gpuviz.kiosk import KioskConfig
+    from gpuviz.presentation import Presenter
+
+    store = state.settings()
+    store.sync()
+    before = {key: store.value(key) for key in store.allKeys()}
+    window = make_window("dark", kiosk=KioskConfig().with_figures() if mode == "kiosk"
+                         else None, remember=mode != "kiosk")
+    window.resize(1280, 800)
+    window.show()
+    window.show_figure("3.1")
+    if mode == "lecture":
+        Presenter.of(window).enter()
+    page = window.pages[window.current]
+    assert page.questions_button.isVisible()  # no menu bar: this button is the way in
+    page.questions_button.click()
+    card = window.questions_dock.widget().cards[0]
+    card.setup_button.click()
+    card.entry.setText(card.answered.text)
+    assert card.check()
+    if mode == "kiosk":  # the lesson text's links too
+        window.explain()
+        window.lesson_pane.anchorClicked.emit(QUrl(card.answered.question.link(
+            questions.SETUP_LINK)))
+    else:
+        Presenter.of(window).leave()
+        window.remember = False  # closing the test's window saves nothing either
+    window.close()
+    store.sync()
+    assert {key: store.value(key) for key in store.allKeys()} == before
+    window.deleteLater()
+
+
+def test_on_a_small_projector_the_questions_take_the_figures_place_until_set_up(themed):
+    from gpuviz import theme
+    from gpuviz.main_window import MainWindow
+
+    theme.apply("projector")
+    window = MainWindow("projector", remember=False)
+    window.resize(1024, 768)
+    window.show()
+    window.show_figure("12.1")
+    window.show_questions()
+    themed.processEvents()
+    panel = window.questions_dock.widget()
+    assert window.splitter.isHidden() and window.questions_dock.width() > 900
+    card = panel.cards[1]
+    card.entry.setText("12 ms")
+    card.setup_button.click()  # the figure comes back, the panel steps aside
+    assert not window.splitter.isHidden() and not window.questions_dock.isVisible()
+    assert window.stack.currentWidget() is window.pages["12.1"]
+    window.pages["12.1"].questions_button.click()  # and back, as it was left
+    assert window.splitter.isHidden() and panel.cards[1].entry.text() == "12 ms"
+    window.close()
+    window.deleteLater()
+    theme.apply("dark")

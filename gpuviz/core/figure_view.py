@@ -190,7 +190,8 @@ class FigureView(QWidget):
 
 
 class FigurePage(QWidget):
-    """Title, caption with "try this" prompts, Reset and Explain around one FigureView."""
+    """Title, caption with "try this" prompts, Reset and Explain around one FigureView
+    (and Questions, which the window shows and connects where it offers them)."""
 
     explain_requested = Signal(str)
 
@@ -242,12 +243,16 @@ class FigurePage(QWidget):
         self.explain_button.setToolTip("Open the lesson text at this figure's section (F1)")
         self.explain_button.clicked.connect(
             lambda: self.explain_requested.emit(spec.lesson_anchor))
+        self.questions_button = QPushButton("Questions")
+        self.questions_button.setToolTip("This lesson's worked questions (F2)")
+        self.questions_button.hide()
         header = QHBoxLayout()
         header.addWidget(title, 1)
         header.addWidget(self.caption_line, 1)
         header.addWidget(self.caption_button)
         header.addWidget(self.reset_button)
         header.addWidget(self.explain_button)
+        header.addWidget(self.questions_button)
         self._header = header
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
