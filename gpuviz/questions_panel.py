@@ -170,6 +170,10 @@ class QuestionsPanel(QWidget):
 
 
 # --- the handout ---------------------------------------------------------------------------
+def answers_heading(lesson: catalog.Lesson) -> str:
+    return f"{ANSWERS_HEADING}, lesson {lesson.number}"
+
+
 def handout_markdown(lesson: catalog.Lesson, answered: list[Answered]) -> str:
     """The questions, then (from the heading ANSWERS_HEADING on) the answers and working."""
     parts = [f"# Lesson {lesson.number}: {lesson.title}\n\nWorked questions. Each is "
@@ -178,25 +182,31 @@ def handout_markdown(lesson: catalog.Lesson, answered: list[Answered]) -> str:
         q = item.question
         parts.append(f"**{index}.** {q.ask.strip()}\n\n*{q.where_text()}. Answer in "
                      f"{q.unit or 'a number'}.*\n\nAnswer: ______________________\n")
-    parts.append(f"# {ANSWERS_HEADING}\n")
+    parts.append(f"# {answers_heading(lesson)}\n")  # its page may leave the others
     for index, item in enumerate(answered, 1):
         parts.append(f"**{index}.** **{item.text}** ({item.question.tolerance_text()})\n\n"
                      f"{item.working.strip()}\n")
     return "\n".join(parts)
 
 
-def write_handout(lesson: catalog.Lesson, answered: list[Answered], path: Path) -> None:
-    """A PDF (A4) of the lesson's questions, answers on a new page; raises OSError when
-    the file cannot be written."""
+def handout_document(lesson: catalog.Lesson, answered: list[Answered]) -> QTextDocument:
+    """The handout as a document: the answers start on a page of their own."""
     document = QTextDocument()
     document.setMarkdown(handout_markdown(lesson, answered))
     block = document.begin()
-    while block.isValid() and block.text() != ANSWERS_HEADING:
+    while block.isValid() and block.text() != answers_heading(lesson):
         block = block.next()
     if block.isValid():
         fmt = block.blockFormat()
         fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
         QTextCursor(block).setBlockFormat(fmt)
+    return document
+
+
+def write_handout(lesson: catalog.Lesson, answered: list[Answered], path: Path) -> None:
+    """A PDF (A4) of the lesson's questions, answers on a new page; raises OSError when
+    the file cannot be written."""
+    document = handout_document(lesson, answered)
     writer = QPdfWriter(str(path))
     writer.setTitle(f"gpuviz lesson {lesson.number} questions")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait,

@@ -205,6 +205,27 @@ def test_the_handout_has_the_answers_on_a_page_after_the_questions(window, tmp_p
                for a in questions.answered(9))
 
 
+def test_the_handouts_answers_start_a_page_of_their_own(themed):
+    """Laid out on A4 (the PDF's page less its margins), the answers' heading is the top
+    of a page after the last question's."""
+    from PySide6.QtCore import QSizeF
+
+    from gpuviz.questions_panel import answers_heading, handout_document
+
+    lesson = catalog.LESSONS[11]
+    document = handout_document(lesson, questions.answered(12))
+    height = (297 - 36) / 25.4 * 72
+    document.setPageSize(QSizeF((210 - 36) / 25.4 * 72, height))
+    layout = document.documentLayout()
+    block = document.begin()
+    while block.text() != answers_heading(lesson):
+        last_question = block
+        block = block.next()
+    top = layout.blockBoundingRect(block).top()
+    assert top // height > layout.blockBoundingRect(last_question).top() // height
+    assert top % height < 0.1 * height
+
+
 # --- the tour --------------------------------------------------------------------------------
 def run_app(monkeypatch, *args):
     """gpuviz with `args` up to its event loop: the window it opened (events run once)."""
