@@ -58,7 +58,7 @@ from gpuviz.core.trace import has_trace
 from gpuviz.data import DataError
 from gpuviz.figure_settings import SettingsError, apply_settings, parse_settings
 from gpuviz.imports.nccl_tests import read_nccl_tests
-from gpuviz.lessons import load_lesson_text
+from gpuviz.lessons import lesson_text
 from gpuviz.playlist import (
     PLAYLIST_SUFFIX,
     PlaylistEntry,
@@ -182,8 +182,8 @@ class MainWindow(QMainWindow):
         self.lesson_pane = QTextBrowser()
         self.lesson_pane.setOpenExternalLinks(False)
         self.lesson_pane.setOpenLinks(False)
-        self.lesson_pane.anchorClicked.connect(self._follow_link)
         self.lesson_pane.setAccessibleName("Lesson text")
+        self.lesson_pane.anchorClicked.connect(self._follow_lesson_link)  # its questions'
         # Code blocks wrap too (see _fit_text_to_pane); how words break: _choose_wrap.
         self.lesson_pane.viewport().installEventFilter(self)
         self._wrapped_for: int | None = None  # the pane width the wrap mode was chosen for
@@ -274,6 +274,8 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         if not self.lesson_pane.isHidden():
             self._fit_lesson_pane()  # its share of the new width
+        if self.questions_dock is not None and not self.questions_dock.isHidden():
+            self._fit_questions()
 
     def showEvent(self, event) -> None:  # noqa: ANN001, N802
         super().showEvent(event)
@@ -328,9 +330,7 @@ class MainWindow(QMainWindow):
         model = self.model(number)
         page = FigurePage(spec, model, spec.make_view(model))
         page.explain_requested.connect(self.explain)
-        page.questions_requested.connect(self.show_questions)
-        page.questions_button.setVisible(self.offers("questions") and bool(
-            questions.has_questions(catalog.lesson_of(spec).number)))
+        page.questions_button.clicked.connect(self.toggle_questions)
         page.reset_button.clicked.connect(lambda _=False, n=number: self._forget(n))
         self.pages[number] = page
         self.stack.addWidget(page)
@@ -361,6 +361,8 @@ class MainWindow(QMainWindow):
         self.current = number
         page = self.page(number)
         self.stack.setCurrentWidget(page)
+        # The header's Questions button: how a kiosk visitor (no menu bar) finds them.
+        page.questions_button.setVisible(self.offers("questions"))
         self.clock.follow(self.models[number])
         if "export_trace" in self.actions:  # only a figure with a timeline has a trace
             self.actions["export_trace"].setEnabled(has_trace(self.models[number]))
@@ -424,6 +426,7 @@ class MainWindow(QMainWindow):
         self.lesson_pane.hide()
         if self.questions_dock is not None:
             self.questions_dock.hide()
+            self.questions_dock.widget().lesson = None  # the next visitor's answers are blank
         numbers = self.sequence()
         if first or numbers:
             self.show_figure(first or numbers[0])
@@ -445,10 +448,8 @@ class MainWindow(QMainWindow):
         spec = catalog.figure(self.current)
         lesson = catalog.lesson_of(spec)
         if self._lesson_file != lesson.text_file:
-            text = load_lesson_text(lesson.text_file)
-            section = questions.lesson_section(lesson.number) if self.offers("questions") \
-                else ""
-            self.lesson_pane.setMarkdown(text.markdown + section)
+            text = lesson_text(lesson)
+            self.lesson_pane.setMarkdown(text.markdown)
             self._fit_text_to_pane()
             self._wrapped_for = None  # new text: choose again (below, at the pane's width)
             self._lesson_file = lesson.text_file
@@ -466,16 +467,6 @@ class MainWindow(QMainWindow):
                 # A pane shown just now has no final width yet, so the text will be laid
                 # out again: scroll once more when that has happened.
                 QTimer.singleShot(0, lambda: self._scroll_lesson_to(found.block()))
-
-    def _follow_link(self, url: QUrl) -> None:
-        """A link of the lesson text: a question at its end opens its card in the
-        Questions panel. Nothing else is opened (the app never goes online)."""
-        link = url.toString()
-        if link.startswith(questions.QUESTION_LINK):
-            self.show_questions()
-            if self.questions_dock is not None and self.questions_dock.isVisible():
-                self.questions_dock.widget().focus_question(
-                    link.removeprefix(questions.QUESTION_LINK))
 
     def _fit_text_to_pane(self) -> None:
         """Markdown code blocks come as lines that never break: at the pane's width they
@@ -581,6 +572,19 @@ class MainWindow(QMainWindow):
                 fallback = fallback or cursor
             block = block.next()
         return fallback
+
+    def _follow_lesson_link(self, url: QUrl) -> None:
+        """A link of the lesson's Questions section: Answer it opens the question in the
+        Questions panel, Set it up its figure at its settings (and the panel too)."""
+        found = questions.linked_question(url.toString())
+        if found is None:
+            return
+        kind, question = found
+        if kind == questions.SETUP_LINK:
+            self.set_up_question(question)
+            if self._questions_crowded():
+                return  # the figure it set up would give way to the panel at once
+        self.show_questions(question)
 
     def toggle_lesson_pane(self) -> None:
         if self.lesson_pane.isVisible():
@@ -790,12 +794,14 @@ class MainWindow(QMainWindow):
         else:
             self.show_questions()
 
-    def show_questions(self) -> None:
-        """The Questions panel, at the current figure's lesson; the answers are computed
-        by the figures' models now."""
+    def show_questions(self, question: questions.Question | None = None) -> None:
+        """The Questions panel, at `question` (and its lesson) or else at the current
+        figure's lesson; the answers are computed by the figures' models now. Typed answers
+        stay while the lesson does (the panel closed and opened again)."""
         from gpuviz.questions_panel import QuestionsPanel
 
-        lesson = self._current_lesson()
+        lesson = (catalog.LESSONS[question.lesson - 1] if question is not None
+                  else self._current_lesson())
         if lesson is None or not self.offers("questions"):
             return
         if self.questions_dock is None:
@@ -805,32 +811,52 @@ class MainWindow(QMainWindow):
             self.questions_dock = QDockWidget("Questions", self)
             self.questions_dock.setObjectName("questions")
             self.questions_dock.setWidget(panel)
+            panel.close_requested.connect(self.questions_dock.hide)
+            self.questions_dock.visibilityChanged.connect(self._questions_closed)
             self.addDockWidget(Qt.RightDockWidgetArea, self.questions_dock)
-            self.resizeDocks([self.questions_dock], [round(QUESTIONS_WIDTH * theme.ui_scale())],
-                             Qt.Horizontal)
+            self.resizeDocks([self.questions_dock], [self._questions_width()], Qt.Horizontal)
         panel = self.questions_dock.widget()
-        if panel.lesson != lesson.number or not self.questions_dock.isVisible():
+        if panel.lesson != lesson.number:
             try:
                 answered: list[questions.Answered] | str = questions.answered(lesson.number)
             except questions.QuestionError as error:
                 answered = f"The questions could not be loaded: {error}."
             panel.show_lesson(lesson, answered, self.progress)
         self.questions_dock.show()
-        QTimer.singleShot(0, self._fold_sidebar_for_questions)  # once the dock has its width
+        if question is not None:
+            panel.focus_question(question.key)
+        self._fit_questions()
+        QTimer.singleShot(0, self._fit_questions)  # again once the dock has its width
 
-    def _fold_sidebar_for_questions(self) -> None:
+    def _questions_width(self) -> int:
+        return round(QUESTIONS_WIDTH * theme.ui_scale())
+
+    def _questions_crowded(self) -> bool:
+        """Whether the panel beside the figure leaves it too narrow (`_crowded`: a small
+        screen in the projector look)."""
+        return self._crowded(self.width() - self._questions_width())
+
+    def _fit_questions(self) -> None:
         """The panel takes its width from the figure: where that leaves the figure narrower
-        than MIN_FIGURE_WIDTH, the lesson text closes (Ctrl+L opens it again), then the
-        sidebar folds (its handle opens it again): answering needs the figure."""
-        sizes = self.splitter.sizes()
-        least = MIN_FIGURE_WIDTH * theme.current().font_scale * self.text_scale
-        if sizes[1] >= least:
+        than MIN_FIGURE_WIDTH, the sidebar folds (its handle opens it again); where even so
+        the figure would be too narrow, the panel takes the window (figure and lesson text)
+        until it closes or Set it up brings the figure back."""
+        dock = self.questions_dock
+        if dock is None or dock.isHidden():
             return
-        if not self.lesson_pane.isHidden():
-            self.lesson_pane.hide()
-            QTimer.singleShot(0, self._fold_sidebar_for_questions)  # then the sidebar
-        elif sizes[0]:
+        crowded = self._questions_crowded()
+        if crowded != self.splitter.isHidden():
+            self.splitter.setHidden(crowded)
+            if not crowded:
+                self.resizeDocks([dock], [self._questions_width()], Qt.Horizontal)
+        sizes = self.splitter.sizes()
+        scale = theme.current().font_scale * self.text_scale
+        if not crowded and sizes[0] and sizes[1] < MIN_FIGURE_WIDTH * scale:
             self.splitter.setSizes([0, sizes[0] + sizes[1], sizes[2]])
+
+    def _questions_closed(self) -> None:
+        if self.questions_dock.isHidden() and self.splitter.isHidden():
+            self.splitter.show()  # the figure (and lesson text) back in their place
 
     def start_tour(self) -> None:
         """The tour of the window's parts (gpuviz.tour); remembered as seen."""
@@ -854,6 +880,12 @@ class MainWindow(QMainWindow):
         model = self.models[spec.number]
         model.reset()
         apply_settings(model, values)
+        # Where the panel or the lesson text has taken the figure's place, the figure comes
+        # back (the header's Questions button, or F2, opens the panel as it was).
+        if self.splitter.isHidden():
+            self.questions_dock.hide()
+        if self.stack.isHidden():
+            self.lesson_pane.hide()
 
     def answered_right(self, question: questions.Question) -> None:
         if not self.remember_progress or question.key in self.progress:
@@ -864,6 +896,10 @@ class MainWindow(QMainWindow):
 
     def reset_progress(self) -> None:
         self.progress.clear()
+        if self.questions_dock is not None:  # no "answered right before" left on a card
+            self.questions_dock.widget().lesson = None
+            if not self.questions_dock.isHidden():
+                self.show_questions()
         if self.remember:
             state.forget_progress(settings())
         self._mark_progress()

@@ -13,6 +13,10 @@ A lesson's questions live in resources/questions/<lesson text's name>.toml, one
     working = "... {occupancy} ..."   # Markdown; {key} is that readout's text at the settings,
                                       # or that parameter's value
 
+A lesson's text ends with its questions (`lesson_section`: the question and its figure,
+never the answer), each with links the window follows (`linked_question`): `question:KEY`
+opens it in the Questions panel, `setup:KEY` opens its figure at its settings.
+
 Nothing in a file is an answer: `answer()` builds the figure's model headless at the
 settings and reads its typed readout, so a model change cannot leave a wrong answer or a
 wrong working behind.
@@ -39,6 +43,10 @@ FIELDS = {"id": str, "figure": str, "settings": list, "ask": str, "readout": str
 PREFIXES = {"n": 1e-9, "µ": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
             "P": 1e15, "E": 1e18}
 UNIT_SPELLINGS = {"us": "µs", "μs": "µs", "x": "×", "X": "×", "percent": "%"}
+# The links of a lesson text's Questions section: open the question in the panel, or set
+# its figure up.
+ANSWER_LINK, SETUP_LINK = "question", "setup"
+SECTION_HEADING, SECTION_ANCHOR = "Questions", "questions"
 NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 
 
@@ -64,6 +72,15 @@ class Question:
     def key(self) -> str:
         """Unique across lessons: how progress remembers it."""
         return f"{self.lesson}-{self.id}"
+
+    def where_text(self) -> str:
+        """Figure 1.3, its title; threads_per_block=1024, ..."""
+        spec = catalog.figure(self.figure)
+        return f"Figure {spec.number}, {spec.title}; {', '.join(self.settings) or 'its defaults'}"
+
+    def link(self, kind: str) -> str:
+        """The URL of a lesson text's link to this question (ANSWER_LINK or SETUP_LINK)."""
+        return f"{kind}:{self.key}"
 
     def tolerance_text(self) -> str:
         if self.relative is not None:
@@ -174,11 +191,6 @@ def lesson_numbers() -> list[int]:
     return [lesson.number for lesson in catalog.LESSONS]
 
 
-def has_questions(number: int) -> bool:
-    """Whether lesson `number` has a questions file (not read: cheap for every page)."""
-    return questions_path(_lesson(number)).exists()
-
-
 def _lesson(number: int) -> catalog.Lesson:
     for lesson in catalog.LESSONS:
         if lesson.number == number:
@@ -276,23 +288,37 @@ def questions_json(number: int) -> list[dict[str, Any]]:
     return [{"ask": a.question.ask, **a.json()} for a in answered(number)]
 
 
-QUESTION_LINK = "question:"  # question:<lesson>-<id>, a link in the lesson text
-SECTION_HEADING = "Questions"
-
-
+# --- the end of a lesson's text ------------------------------------------------------------
 def lesson_section(number: int) -> str:
-    """The Markdown that ends lesson `number`'s text: its questions as written (never an
-    answer: those live in the Questions panel, computed by the figures), each linking to
-    its card there. Empty for a lesson without questions."""
+    """The Markdown section that ends lesson `number`'s text: each question as asked, with
+    its figure and settings (never the answer) and its two links."""
     try:
         found = load_questions(number)
     except QuestionError as error:
-        return f"\n\n## {SECTION_HEADING}\n\nThe questions could not be loaded: {error}.\n"
+        return f"## {SECTION_HEADING}\n\nThe questions could not be loaded: {error}.\n"
     if not found:
         return ""
-    items = "\n".join(
-        f"{i}. {' '.join(q.ask.split())} ([figure {q.figure}, answer it]"
-        f"({QUESTION_LINK}{q.key}))" for i, q in enumerate(found, 1))
-    return (f"\n\n## {SECTION_HEADING}\n\nWork these out with the figures, then check your "
-            f"answers in the Questions panel (F2), where \"Set it up\" opens each figure at "
-            f"the question's settings.\n\n{items}\n")
+    parts = [f"## {SECTION_HEADING}\n",
+             "Worked questions on this lesson, each answered by a number one of its figures "
+             "computes. *Answer it* opens the question in the Questions panel (F2), where "
+             "you type your answer with its unit and can see the working; *Set it up* opens "
+             "the figure at the question's settings.\n"]
+    for index, q in enumerate(found, 1):
+        parts.append(f"**{index}.** {q.ask.strip()}\n\n*{q.where_text()}.* "
+                     f"[Answer\u00a0it]({q.link(ANSWER_LINK)}) · "  # no line inside a link
+                     f"[Set\u00a0it\u00a0up]({q.link(SETUP_LINK)})\n")
+    return "\n".join(parts)
+
+
+def linked_question(url: str) -> tuple[str, Question] | None:
+    """What a lesson text's link names: (ANSWER_LINK or SETUP_LINK, the question), or None
+    for any other link (or a question no longer in its file)."""
+    kind, _, key = url.partition(":")
+    lesson, _, name = key.partition("-")
+    if kind not in (ANSWER_LINK, SETUP_LINK) or not lesson.isdigit():
+        return None
+    try:
+        found = load_questions(int(lesson))
+    except QuestionError:
+        return None
+    return next(((kind, q) for q in found if q.id == name), None)

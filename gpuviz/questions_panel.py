@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QMarginsF, Qt, Signal
+from PySide6.QtCore import QMarginsF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QPageLayout,
     QPageSize,
@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuviz import catalog
-from gpuviz.questions import Answered, Question
+from gpuviz.questions import Answered
 
 ANSWERS_HEADING = "Answers"
 
@@ -45,13 +45,6 @@ def _markdown_label(text: str) -> QLabel:
     return label
 
 
-def where_text(question: Question) -> str:
-    """Figure 1.3 (its title), set to threads_per_block=1024, ..."""
-    spec = catalog.figure(question.figure)
-    settings = ", ".join(question.settings) or "its defaults"
-    return f"Figure {spec.number}, {spec.title}; {settings}"
-
-
 class QuestionCard(QFrame):
     set_up = Signal(object)  # the Question
     answered_right = Signal(object)  # the Question
@@ -62,8 +55,9 @@ class QuestionCard(QFrame):
         q = answered.question
         self.setFrameShape(QFrame.StyledPanel)
         self.ask = _markdown_label(f"**{index}.** {q.ask.strip()}")
-        self.where = QLabel(f"<small>{where_text(q)}. Answer in {q.unit or 'a number'}, "
-                            f"{q.tolerance_text()}.</small>")
+        # Full size: the lecture hall's smallest text is the widgets' (16 px and up).
+        self.where = QLabel(f"<i>{q.where_text()}.</i> Answer in {q.unit or 'a number'}, "
+                            f"{q.tolerance_text()}.")
         self.where.setWordWrap(True)
         self.setup_button = QPushButton("Set it up")
         self.setup_button.setToolTip(f"Open figure {q.figure} at these settings")
@@ -113,6 +107,7 @@ class QuestionsPanel(QWidget):
 
     set_up = Signal(object)  # a Question: open its figure at its settings
     answered_right = Signal(object)  # a Question
+    close_requested = Signal()  # Close: a button a finger can hit (the dock's is tiny)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -120,10 +115,13 @@ class QuestionsPanel(QWidget):
         self.cards: list[QuestionCard] = []
         self.heading = QLabel()
         self.heading.setWordWrap(True)
+        self.close_button = QPushButton("Close")
+        self.close_button.setToolTip("Close the questions (F2 opens them again)")
+        self.close_button.clicked.connect(self.close_requested)
         self.body = QWidget()
         self.column = QVBoxLayout(self.body)
         self.column.addStretch(1)
-        scroll = self.scroll = QScrollArea()
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the cards wrap instead
         scroll.setFrameShape(QFrame.NoFrame)
@@ -131,7 +129,9 @@ class QuestionsPanel(QWidget):
         layout = QGridLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.heading, 0, 0)
-        layout.addWidget(scroll, 1, 0)
+        layout.addWidget(self.close_button, 0, 1, Qt.AlignTop)
+        layout.addWidget(scroll, 1, 0, 1, 2)
+        layout.setColumnStretch(0, 1)
 
     def show_lesson(self, lesson: catalog.Lesson, answered: list[Answered] | str,
                     done: set[str]) -> None:
@@ -154,44 +154,59 @@ class QuestionsPanel(QWidget):
             self.column.insertWidget(self.column.count() - 1, card)
             self.cards.append(card)
 
+
     def focus_question(self, key: str) -> None:
-        """Scroll to the question with this key (lesson-id) and put the cursor in its
-        answer field."""
-        for card in self.cards:
-            if card.answered.question.key == key:
-                self.scroll.ensureWidgetVisible(card)
-                card.entry.setFocus()
-                return
+        """Scroll to the question `key` (Question.key) and put the cursor in its answer."""
+        card = next((c for c in self.cards if c.answered.question.key == key), None)
+        if card is not None:
+            card.entry.setFocus()
+            # Cards made just now are laid out later: scroll once they have their places.
+            QTimer.singleShot(0, self, lambda: self._scroll_to(key))
+
+    def _scroll_to(self, key: str) -> None:
+        card = next((c for c in self.cards if c.answered.question.key == key), None)
+        if card is not None:
+            self.scroll.ensureWidgetVisible(card, 0, 0)
 
 
 # --- the handout ---------------------------------------------------------------------------
+def answers_heading(lesson: catalog.Lesson) -> str:
+    return f"{ANSWERS_HEADING}, lesson {lesson.number}"
+
+
 def handout_markdown(lesson: catalog.Lesson, answered: list[Answered]) -> str:
     """The questions, then (from the heading ANSWERS_HEADING on) the answers and working."""
     parts = [f"# Lesson {lesson.number}: {lesson.title}\n\nWorked questions. Each is "
              "answered by a figure of gpuviz at the settings given.\n"]
     for index, item in enumerate(answered, 1):
         q = item.question
-        parts.append(f"**{index}.** {q.ask.strip()}\n\n*{where_text(q)}. Answer in "
+        parts.append(f"**{index}.** {q.ask.strip()}\n\n*{q.where_text()}. Answer in "
                      f"{q.unit or 'a number'}.*\n\nAnswer: ______________________\n")
-    parts.append(f"# {ANSWERS_HEADING}\n")
+    parts.append(f"# {answers_heading(lesson)}\n")  # its page may leave the others
     for index, item in enumerate(answered, 1):
         parts.append(f"**{index}.** **{item.text}** ({item.question.tolerance_text()})\n\n"
                      f"{item.working.strip()}\n")
     return "\n".join(parts)
 
 
-def write_handout(lesson: catalog.Lesson, answered: list[Answered], path: Path) -> None:
-    """A PDF (A4) of the lesson's questions, answers on a new page; raises OSError when
-    the file cannot be written."""
+def handout_document(lesson: catalog.Lesson, answered: list[Answered]) -> QTextDocument:
+    """The handout as a document: the answers start on a page of their own."""
     document = QTextDocument()
     document.setMarkdown(handout_markdown(lesson, answered))
     block = document.begin()
-    while block.isValid() and block.text() != ANSWERS_HEADING:
+    while block.isValid() and block.text() != answers_heading(lesson):
         block = block.next()
     if block.isValid():
         fmt = block.blockFormat()
         fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
         QTextCursor(block).setBlockFormat(fmt)
+    return document
+
+
+def write_handout(lesson: catalog.Lesson, answered: list[Answered], path: Path) -> None:
+    """A PDF (A4) of the lesson's questions, answers on a new page; raises OSError when
+    the file cannot be written."""
+    document = handout_document(lesson, answered)
     writer = QPdfWriter(str(path))
     writer.setTitle(f"gpuviz lesson {lesson.number} questions")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait,

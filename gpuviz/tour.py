@@ -96,7 +96,8 @@ STEPS = (
              "Figures that move have Play, and Next to go one step at a time. Rewind "
              "starts over.", _view_part("time_controls"), lambda spec: spec.animated),
     TourStep("Explain",
-             "Explain (F1) opens the lesson text at this figure's section, beside it.",
+             "Explain (F1) opens the lesson text at this figure's section, beside it. "
+             "Questions (F2), next to it, opens the lesson's worked questions.",
              _explain),
     TourStep("Predict first",
              "Some figures ask for your guess before they show the answer: set it, then "

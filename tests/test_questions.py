@@ -191,47 +191,6 @@ def test_lecture_and_kiosk_modes_show_the_questions_but_remember_nothing(window,
     kiosk.deleteLater()
 
 
-def test_every_lesson_text_ends_with_its_questions_and_each_opens_its_card(window):
-    from PySide6.QtCore import QUrl
-    from PySide6.QtWidgets import QApplication
-
-    from gpuviz.main_window import MIN_FIGURE_WIDTH
-
-    for lesson in catalog.LESSONS:
-        found = questions.load_questions(lesson.number)
-        window.show_figure(lesson.figures[0].number)
-        window.explain()
-        text = window.lesson_pane.toPlainText()
-        tail = text[text.rindex(questions.SECTION_HEADING):]
-        assert [q.ask.split()[:6] for q in found] == [
-            line.split()[:6] for line in tail.splitlines() if line.endswith("answer it)")]
-        section = questions.lesson_section(lesson.number)
-        last = found[-1]
-        assert f"({questions.QUESTION_LINK}{last.key})" in section
-        assert last.working.split()[0] not in section.split("answer it")[-1]  # no working
-        window._follow_link(QUrl(questions.QUESTION_LINK + last.key))
-        panel = window.questions_dock.widget()
-        assert panel.lesson == lesson.number
-        assert panel.cards[-1].entry.hasFocus() or not window.isActiveWindow()
-        for _ in range(3):  # the dock takes its width, then the lesson text makes room
-            QApplication.processEvents()
-        assert window.lesson_pane.isHidden() or window.splitter.sizes()[1] >= MIN_FIGURE_WIDTH
-
-
-def test_the_questions_button_opens_the_panel_in_a_kiosk_too(window, themed):
-    from gpuviz.app import make_window
-    from gpuviz.kiosk import KioskConfig
-
-    for win in (window, make_window("dark", kiosk=KioskConfig().with_figures())):
-        win.show_figure("4.1")
-        page = win.pages["4.1"]
-        assert not page.questions_button.isHidden()
-        page.questions_button.click()
-        assert not win.questions_dock.isHidden()
-        assert win.questions_dock.widget().lesson == 4
-    win.deleteLater()
-
-
 def test_the_handout_has_the_answers_on_a_page_after_the_questions(window, tmp_path):
     from gpuviz.questions_panel import handout_markdown
 
@@ -244,6 +203,27 @@ def test_the_handout_has_the_answers_on_a_page_after_the_questions(window, tmp_p
     asks, answers = text.split("# Answers")
     assert all(a.question.ask.strip() in asks and a.text in answers
                for a in questions.answered(9))
+
+
+def test_the_handouts_answers_start_a_page_of_their_own(themed):
+    """Laid out on A4 (the PDF's page less its margins), the answers' heading is the top
+    of a page after the last question's."""
+    from PySide6.QtCore import QSizeF
+
+    from gpuviz.questions_panel import answers_heading, handout_document
+
+    lesson = catalog.LESSONS[11]
+    document = handout_document(lesson, questions.answered(12))
+    height = (297 - 36) / 25.4 * 72
+    document.setPageSize(QSizeF((210 - 36) / 25.4 * 72, height))
+    layout = document.documentLayout()
+    block = document.begin()
+    while block.text() != answers_heading(lesson):
+        last_question = block
+        block = block.next()
+    top = layout.blockBoundingRect(block).top()
+    assert top // height > layout.blockBoundingRect(last_question).top() // height
+    assert top % height < 0.1 * height
 
 
 # --- the tour --------------------------------------------------------------------------------
@@ -316,3 +296,155 @@ def test_no_tour_in_kiosk_mode(themed):
     kiosk.start_tour()
     assert Tour.of(kiosk) is None and "tour" not in kiosk.actions
     kiosk.deleteLater()
+
+
+# --- the end of each lesson's text ------------------------------------------------------------
+def lesson_links(document):
+    """The links of a rendered lesson text, in order."""
+    hrefs = []
+    block = document.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            href = it.fragment().charFormat().anchorHref()
+            if href and (not hrefs or hrefs[-1] != href):
+                hrefs.append(href)
+            it += 1
+        block = block.next()
+    return hrefs
+
+
+@pytest.mark.parametrize("lesson", catalog.LESSONS, ids=lambda lesson: str(lesson.number))
+def test_every_lesson_text_ends_with_its_questions_and_their_links(themed, lesson):
+    """The pane's text ends with a Questions section made from the questions file: each
+    question as asked, its figure, and two links that name it; never an answer (the
+    section is made without building a model)."""
+    from PySide6.QtGui import QTextDocument
+
+    from gpuviz.lessons import lesson_text
+
+    document = QTextDocument()
+    document.setMarkdown(lesson_text(lesson).markdown)
+    blocks = []
+    block = document.begin()
+    while block.isValid():
+        blocks.append(block)
+        block = block.next()
+    headings = [b for b in blocks if b.blockFormat().headingLevel() > 0]
+    assert headings[-1].text() == questions.SECTION_HEADING
+    after = " ".join(b.text() for b in blocks[blocks.index(headings[-1]):])
+    asked = questions.load_questions(lesson.number)
+    places = [after.index(" ".join(q.ask.split())) for q in asked]
+    assert places == sorted(places)
+    for q in asked:
+        assert f"Figure {q.figure}, {catalog.figure(q.figure).title}" in after
+    links = [h for h in lesson_links(document) if ":" in h and not h.startswith("http")]
+    assert links[-2 * len(asked):] == [q.link(kind) for q in asked
+                                       for kind in (questions.ANSWER_LINK,
+                                                    questions.SETUP_LINK)]
+    for href in links[-2 * len(asked):]:
+        kind, found = questions.linked_question(href)
+        assert found in asked and href == found.link(kind)
+
+
+def test_a_link_that_names_no_question_is_none():
+    for href in ("question:1-no-such", "setup:99-x", "https://example.org", "question:x-y",
+                 "question:", ""):
+        assert questions.linked_question(href) is None
+
+
+def test_the_lesson_texts_links_open_the_question_and_set_it_up(window):
+    from PySide6.QtCore import QUrl
+
+    window.show_figure("1.1")
+    window.explain()
+    asked = questions.load_questions(1)
+    last = asked[-1]
+    window.lesson_pane.anchorClicked.emit(QUrl(last.link(questions.ANSWER_LINK)))
+    panel = window.questions_dock.widget()
+    assert window.questions_dock.isVisible() and panel.lesson == 1
+    assert window.focusWidget() is panel.cards[-1].entry
+    window.lesson_pane.anchorClicked.emit(QUrl(last.link(questions.SETUP_LINK)))
+    assert window.current == last.figure
+    model = window.models[last.figure]
+    assert model.readouts()[last.readout].value == pytest.approx(
+        panel.cards[-1].answered.value)
+    window.lesson_pane.anchorClicked.emit(QUrl("https://example.org"))  # nothing happens
+
+
+# --- a visible way to the questions: the figure's header, and a small screen ------------------
+def test_the_headers_questions_button_opens_and_closes_them(window):
+    window.show_figure("4.1")
+    page = window.pages["4.1"]
+    assert page.questions_button.isVisible()
+    page.questions_button.click()
+    assert window.questions_dock.isVisible() and window.questions_dock.widget().lesson == 4
+    window.questions_dock.widget().close_button.click()
+    assert not window.questions_dock.isVisible()
+
+
+@pytest.mark.parametrize("mode", ["kiosk", "lecture"])
+def test_kiosk_and_lecture_visitors_open_the_questions_from_the_header_and_leave_no_trace(
+        themed, mode):
+    from PySide6.QtCore import QUrl
+
+    from gpuviz import state
+    from gpuviz.app import make_window
+    from gpuviz.kiosk import KioskConfig
+    from gpuviz.presentation import Presenter
+
+    store = state.settings()
+    store.sync()
+    before = {key: store.value(key) for key in store.allKeys()}
+    window = make_window("dark", kiosk=KioskConfig().with_figures() if mode == "kiosk"
+                         else None, remember=mode != "kiosk")
+    window.resize(1280, 800)
+    window.show()
+    window.show_figure("3.1")
+    if mode == "lecture":
+        Presenter.of(window).enter()
+    page = window.pages[window.current]
+    assert page.questions_button.isVisible()  # no menu bar: this button is the way in
+    page.questions_button.click()
+    card = window.questions_dock.widget().cards[0]
+    card.setup_button.click()
+    card.entry.setText(card.answered.text)
+    assert card.check()
+    if mode == "kiosk":  # the lesson text's links too
+        window.explain()
+        window.lesson_pane.anchorClicked.emit(QUrl(card.answered.question.link(
+            questions.SETUP_LINK)))
+    else:
+        Presenter.of(window).leave()
+        window.remember = False  # closing the test's window saves nothing either
+    window.close()  # a kiosk refuses: hidden, its page no longer fits the look to itself
+    window.hide()
+    store.sync()
+    assert {key: store.value(key) for key in store.allKeys()} == before
+    window.deleteLater()
+
+
+def test_on_a_small_projector_the_questions_take_the_figures_place_until_set_up(themed):
+    from gpuviz import theme
+    from gpuviz.main_window import MainWindow
+
+    theme.apply("projector")
+    window = MainWindow("projector", remember=False)
+    window.resize(1024, 768)
+    window.show()
+    window.show_figure("12.1")
+    window.show_questions()
+    themed.processEvents()
+    panel = window.questions_dock.widget()
+    assert window.splitter.isHidden() and window.questions_dock.width() > 900
+    card = panel.cards[1]
+    card.entry.setText("12 ms")
+    card.setup_button.click()  # the figure comes back, the panel steps aside
+    assert not window.splitter.isHidden() and not window.questions_dock.isVisible()
+    assert window.stack.currentWidget() is window.pages["12.1"]
+    window.pages["12.1"].questions_button.click()  # and back, as it was left
+    assert window.splitter.isHidden() and panel.cards[1].entry.text() == "12 ms"
+    window.close()
+    window.deleteLater()
+    theme.apply("dark")
+    theme.fit_to(1280, 800)  # as the other tests expect the look

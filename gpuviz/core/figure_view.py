@@ -193,11 +193,10 @@ class FigureView(QWidget):
 
 
 class FigurePage(QWidget):
-    """Title, caption with "try this" prompts, Reset, Explain and Questions around one
-    FigureView."""
+    """Title, caption with "try this" prompts, Reset and Explain around one FigureView
+    (and Questions, which the window shows and connects where it offers them)."""
 
     explain_requested = Signal(str)
-    questions_requested = Signal()
 
     def __init__(self, spec: object, model: FigureModel, view: FigureView,
                  parent: QWidget | None = None) -> None:
@@ -247,11 +246,9 @@ class FigurePage(QWidget):
         self.explain_button.setToolTip("Open the lesson text at this figure's section (F1)")
         self.explain_button.clicked.connect(
             lambda: self.explain_requested.emit(spec.lesson_anchor))
-        # The lesson's worked questions, one touch away where there are no menus (a kiosk,
-        # lecture mode); the window hides it where a mode or lesson has none.
         self.questions_button = QPushButton("Questions")
         self.questions_button.setToolTip("This lesson's worked questions (F2)")
-        self.questions_button.clicked.connect(self.questions_requested)
+        self.questions_button.hide()
         header = QHBoxLayout()
         header.addWidget(title, 1)
         header.addWidget(self.caption_line, 1)

@@ -350,6 +350,8 @@ def apply(name: str, app: QApplication | None = None, text_scale: float = 1.0) -
             (QPalette.Highlight, QColor(_current.roles["compute"])),
             (QPalette.HighlightedText, readable_on(QColor(_current.roles["compute"]))),
             (QPalette.PlaceholderText, QColor(_current.muted)),
+            # Links (a lesson's questions) in a readable blue: Qt's own is dark on dark.
+            (QPalette.Link, text_color("compute")), (QPalette.LinkVisited, text_color("compute")),
         ):
             palette.setColor(role, value)
         palette.setColor(QPalette.Disabled, QPalette.Text, QColor(_current.muted))
