@@ -314,6 +314,7 @@ class Kiosk(QObject):
         self.config = config if config.figures else config.with_figures()
         self.operator_leaving = False
         window.keep_actions(VISITOR_ACTIONS)
+        window.docks_float = False
         window.menuBar().hide()
         window.statusBar().clearMessage()  # the window's key hints are not a visitor's
         window.add_action("operator_exit", "Leave kiosk (operator)", self.request_exit,

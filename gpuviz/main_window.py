@@ -8,8 +8,8 @@ next start. Export lives in gpuviz.export.
 
 The window knows nothing of the modes that wrap it (lecture mode in gpuviz.presentation,
 kiosk mode in gpuviz.kiosk; gpuviz.app composes them): they use its public methods,
-`add_action`, `keep_actions`, `stepper`, `override_theme`, `remember_layout` and the
-`figure_shown` signal.
+`add_action`, `keep_actions`, `stepper`, `override_theme`, `remember_layout`,
+`docks_float` and the `figure_shown` signal.
 """
 
 from __future__ import annotations
@@ -142,6 +142,7 @@ class MainWindow(QMainWindow):
         self.lessons = tuple(lessons) if lessons is not None else None
         self.remember = remember
         self.remember_layout = True  # off while a mode rearranges the window
+        self.docks_float = True  # off in a kiosk: a torn-off panel there has no way back
         self.stepper: Stepper | None = None
         self.clock = AppClock(self)
         self.models: dict[str, Any] = {}
@@ -361,8 +362,7 @@ class MainWindow(QMainWindow):
         self.current = number
         page = self.page(number)
         self.stack.setCurrentWidget(page)
-        # The header's Questions button: how a kiosk visitor (no menu bar) finds them.
-        page.questions_button.setVisible(self.offers("questions"))
+        self._show_header_buttons()
         self.clock.follow(self.models[number])
         if "export_trace" in self.actions:  # only a figure with a timeline has a trace
             self.actions["export_trace"].setEnabled(has_trace(self.models[number]))
@@ -616,6 +616,14 @@ class MainWindow(QMainWindow):
             self.removeAction(action)
             action.deleteLater()  # and so out of the menus
 
+    def _show_header_buttons(self) -> None:
+        """The page's Explain and Questions buttons where the mode offers them: they are
+        how a kiosk visitor or a lecturer (no menu bar) finds them; no dead button."""
+        page = self.pages.get(self.current or "")
+        if page is not None:
+            page.explain_button.setVisible(self.offers("explain"))
+            page.questions_button.setVisible(self.offers("questions"))
+
     def offers(self, key: str) -> bool:
         action = self.actions.get(key)
         return action is not None and action.isEnabled()
@@ -652,6 +660,8 @@ class MainWindow(QMainWindow):
             lambda: self.export_questions())
         add("reset_progress", "Forget &answered questions", self.reset_progress)
         add("tour", "&Tour", self.start_tour)
+        for key in ("explain", "questions"):  # lecture mode and a kiosk turn them off
+            self.actions[key].changed.connect(self._show_header_buttons)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -810,6 +820,8 @@ class MainWindow(QMainWindow):
             panel.answered_right.connect(self.answered_right)
             self.questions_dock = QDockWidget("Questions", self)
             self.questions_dock.setObjectName("questions")
+            if not self.docks_float:
+                self.questions_dock.setFeatures(QDockWidget.DockWidgetClosable)
             self.questions_dock.setWidget(panel)
             panel.close_requested.connect(self.questions_dock.hide)
             self.questions_dock.visibilityChanged.connect(self._questions_closed)

@@ -61,6 +61,18 @@ def test_f5_enters_and_esc_leaves_lecture_mode(window, qtbot):
     assert not window.isFullScreen()
 
 
+def test_lecture_mode_has_no_dead_explain_button(window, qtbot):
+    """Lecture mode has no lesson text: the header's Explain goes, Questions stays."""
+    page = window.pages[window.current]
+    assert not page.explain_button.isHidden()
+    press(qtbot, window, Qt.Key_F5)
+    assert page.explain_button.isHidden() and not page.questions_button.isHidden()
+    window.show_figure(window.sequence()[1])  # and on the pages it builds
+    assert window.pages[window.current].explain_button.isHidden()
+    press(qtbot, window, Qt.Key_Escape)
+    assert not window.pages[window.current].explain_button.isHidden()
+
+
 def test_lecture_mode_covers_the_screen_and_gives_the_window_back(window, qapp):
     flags = window.windowFlags()
     Presenter.of(window).enter()

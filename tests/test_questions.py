@@ -387,6 +387,7 @@ def test_the_headers_questions_button_opens_and_closes_them(window):
 def test_kiosk_and_lecture_visitors_open_the_questions_from_the_header_and_leave_no_trace(
         themed, mode):
     from PySide6.QtCore import QUrl
+    from PySide6.QtWidgets import QDockWidget
 
     from gpuviz import state
     from gpuviz.app import make_window
@@ -406,6 +407,8 @@ def test_kiosk_and_lecture_visitors_open_the_questions_from_the_header_and_leave
     page = window.pages[window.current]
     assert page.questions_button.isVisible()  # no menu bar: this button is the way in
     page.questions_button.click()
+    floats = bool(window.questions_dock.features() & QDockWidget.DockWidgetFloatable)
+    assert floats == (mode == "lecture")  # a kiosk's panel cannot be torn off and lost
     card = window.questions_dock.widget().cards[0]
     card.setup_button.click()
     card.entry.setText(card.answered.text)

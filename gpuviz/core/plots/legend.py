@@ -64,6 +64,13 @@ class Legend(pg.GraphicsObject):
         self._rows.clear()
         self._lay_out()
 
+    def set_anchor(self, anchor: tuple[float, float]) -> None:
+        """Move the legend to another corner (as `anchor` in the constructor): out of the
+        way of what the data put in its corner."""
+        if anchor != self._anchor:
+            self._anchor = anchor
+            self._place()
+
     def set_at(self, at: tuple[float, float]) -> None:
         """Move the legend to another data point (see `at`)."""
         if at != self._at:

@@ -20,6 +20,7 @@ WIDE_FROM = 9  # servers: from here on 8 to a row, to use the canvas's width
 GPU_COLUMNS = 4  # a server's 8 GPUs in 2 rows of 4
 SERVER_W, SERVER_H = GPU_COLUMNS + 0.5, GPUS_PER_NODE // GPU_COLUMNS + 0.9
 HEAD = 0.55  # the server's name above its GPUs
+FREE_TOP = 0.7  # the keep-free lines end here, their label on them, under the HBM label
 PARTS = (("weights", "compute", "weights"), ("gradients", "onchip", "gradients"),
          ("optimizer", "idle", "optimizer states"), ("activations", "memory", "activations"))
 
@@ -70,13 +71,15 @@ class LayoutView(FigureView):
             item.addItem(line)
         self.labels = TextLayer(QRectF(0, -0.6, 100, 2.0), keep_inside=True)
         self.hbm_label = self.labels.add(role="highlight", size=9, bold=True, anchor=(1.05, 1))
+        # Just above the dashed lines, under the HBM label: beside it (both at the top),
+        # the two ran together on a small screen.
         self.free_label = self.labels.add("keep 10–20% free", role="text", size=9,
                                           anchor=(1.05, 1))
         self.total_label = self.labels.add(role="text", size=10, bold=True, anchor=(-0.05, 0.5))
         item.addItem(self.labels)
-        legend = Legend(item, anchor=(0, 0))
+        self.legend = Legend(item, anchor=(0, 0))
         for _, role, text in PARTS:
-            legend.add_box(text, theme.color(role), hatch=False)
+            self.legend.add_box(text, theme.color(role), hatch=False)
         self._top = 0.0
         self.add_plot(self.bar_plot, 2)
 
@@ -111,6 +114,8 @@ class LayoutView(FigureView):
             self._top = top
             item.setXRange(0, top, padding=0)
             self.labels.set_bounds(QRectF(0, -0.6, top, 2.0))
+            # Far over HBM, its line and labels are at the left: the legend goes right.
+            self.legend.set_anchor((0, 0) if hbm > top / 2 else (1, 0))
         starts = np.concatenate([[0.0], np.cumsum(parts)[:-1]]) / GB
         self.bar.set_cells(np.array([(x, -0.3, p / GB, 0.6) for x, p in zip(starts, parts,
                                                                             strict=True)]),
@@ -121,10 +126,10 @@ class LayoutView(FigureView):
         pixel = item.getViewBox().viewPixelSize()
         self.hbm_line.set_line(hbm, -0.5, hbm, 0.9, pixel)
         for line, share in zip(self.free_lines, KEEP_FREE, strict=True):
-            line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), 0.9, pixel)
+            line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), FREE_TOP, pixel)
         self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
         self.hbm_label.setPos(hbm, 1.3)
-        self.free_label.setPos(hbm * (1 - KEEP_FREE[1]), 1.3)
+        self.free_label.setPos(hbm * (1 - KEEP_FREE[1]), FREE_TOP)
         self.total_label.setText(format_value(mem.total / GB, "GB"))
         self.total_label.setPos(mem.total / GB, 0.0)
 
