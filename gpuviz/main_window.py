@@ -850,9 +850,10 @@ class MainWindow(QMainWindow):
 
     def _fit_questions(self) -> None:
         """The panel takes its width from the figure: where that leaves the figure narrower
-        than MIN_FIGURE_WIDTH, the sidebar folds (its handle opens it again); where even so
-        the figure would be too narrow, the panel takes the window (figure and lesson text)
-        until it closes or Set it up brings the figure back."""
+        than MIN_FIGURE_WIDTH, the sidebar folds (its handle opens it again), then the
+        lesson text closes; where even so the figure would be too narrow, the panel takes
+        the window (figure and lesson text) until it closes or Set it up brings the figure
+        back."""
         dock = self.questions_dock
         if dock is None or dock.isHidden():
             return
@@ -863,8 +864,13 @@ class MainWindow(QMainWindow):
                 self.resizeDocks([dock], [self._questions_width()], Qt.Horizontal)
         sizes = self.splitter.sizes()
         scale = theme.current().font_scale * self.text_scale
-        if not crowded and sizes[0] and sizes[1] < MIN_FIGURE_WIDTH * scale:
-            self.splitter.setSizes([0, sizes[0] + sizes[1], sizes[2]])
+        if crowded or sizes[1] >= MIN_FIGURE_WIDTH * scale:
+            return
+        if sizes[0]:
+            sizes = [0, sizes[0] + sizes[1], sizes[2]]
+            self.splitter.setSizes(sizes)
+        if sizes[1] < MIN_FIGURE_WIDTH * scale and not self.lesson_pane.isHidden():
+            self.lesson_pane.hide()  # answering needs the figure; F1 brings the text back
 
     def _questions_closed(self) -> None:
         if self.questions_dock.isHidden() and self.splitter.isHidden():

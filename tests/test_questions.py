@@ -355,6 +355,9 @@ def test_a_link_that_names_no_question_is_none():
 
 def test_the_lesson_texts_links_open_the_question_and_set_it_up(window):
     from PySide6.QtCore import QUrl
+    from PySide6.QtWidgets import QApplication
+
+    from gpuviz.main_window import MIN_FIGURE_WIDTH
 
     window.show_figure("1.1")
     window.explain()
@@ -364,6 +367,10 @@ def test_the_lesson_texts_links_open_the_question_and_set_it_up(window):
     panel = window.questions_dock.widget()
     assert window.questions_dock.isVisible() and panel.lesson == 1
     assert window.focusWidget() is panel.cards[-1].entry
+    for _ in range(3):  # the dock takes its width: the sidebar folds, then the text closes
+        QApplication.processEvents()
+    assert window.lesson_pane.isHidden()
+    assert window.splitter.sizes()[1] >= MIN_FIGURE_WIDTH  # room to answer with the figure
     window.lesson_pane.anchorClicked.emit(QUrl(last.link(questions.SETUP_LINK)))
     assert window.current == last.figure
     model = window.models[last.figure]
