@@ -94,7 +94,8 @@ STEPS = (
              "source. Ctrl+Alt+C copies them.", _view_part("readouts")),
     TourStep("Play and Next",
              "Figures that move have Play, and a Next button named for what a step is "
-             "(Next burst, Next layer...) to go one step at a time. Rewind starts over.", _view_part("time_controls"), lambda spec: spec.animated),
+             "(Next burst, Next layer...) to go one step at a time. Rewind starts over.",
+             _view_part("time_controls"), lambda spec: spec.animated),
     TourStep("Explain",
              "Explain (F1) opens the lesson text at this figure's section, beside it. "
              "Questions (F2), next to it, opens the lesson's worked questions.",

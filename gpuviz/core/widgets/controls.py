@@ -226,6 +226,7 @@ class ChoiceButtons(BoundControl):
             self.group.addButton(button)
             self.buttons[value] = button
             layout.addWidget(button)
+        self._share_width()
         self.sync()
 
     def _restyle(self) -> None:
@@ -233,6 +234,22 @@ class ChoiceButtons(BoundControl):
         self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected.name()}; "
                            f"color: {theme.readable_on(selected).name()}; "
                            f"border: 1px solid {selected.name()}; }}")
+        if hasattr(self, "buttons"):
+            self._share_width()  # the font may have changed
+
+    def set_label(self, value: object, text: str) -> None:
+        """A button's text (it may have lines, e.g. a count under the name)."""
+        self.buttons[value].setText(text)
+        self._share_width()
+
+    def _share_width(self) -> None:
+        """The buttons share the row by their widest line: a longer text is not cut at
+        both ends while a short one has room to spare."""
+        layout = self.layout()
+        for index, button in enumerate(self.buttons.values()):
+            metrics = button.fontMetrics()
+            widest = max(metrics.horizontalAdvance(line) for line in button.text().split("\n"))
+            layout.setStretch(index, widest + metrics.averageCharWidth() * 2)
 
     def sync(self) -> None:
         current = self.model.get(self.name)

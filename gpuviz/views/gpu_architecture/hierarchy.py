@@ -134,9 +134,8 @@ class HierarchyView(FigureView):
         }
         if self.needs_update("counts", counts):
             for key, label in LEVELS:
-                button = self.levels.buttons[key]
-                button.setText(f"{label}\n{counts[key]}")
-                button.setToolTip(f"{label}: {counts[key]}")
+                self.levels.set_label(key, f"{label}\n{counts[key]}")
+                self.levels.buttons[key].setToolTip(f"{label}: {counts[key]}")
         wave_top = PANEL_TOP + sm_rows * sm_size + 3.0
         drawn = min(out.waves, MAX_WAVE_CELLS)
         wave_w = PANEL_WIDTH / max(drawn, 4)
