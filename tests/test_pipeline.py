@@ -48,8 +48,8 @@ def test_defaults_gpipe_against_1f1b():
     """p = 4, m = 8, f = 1 ms, b = 2 ms: the same step (11 slots of 3 ms) and bubble 3/11;
     GPipe holds 8 micro-batches on every stage, 1F1B 4, 3, 2, 1."""
     gpipe = model_at()
-    assert ms(gpipe, "step") == pytest.approx(33.0)
-    assert gpipe.readouts()["step"].unit == "ms"
+    assert ms(gpipe, "step_time") == pytest.approx(33.0)
+    assert gpipe.readouts()["step_time"].unit == "ms"
     assert value(gpipe, "bubble") == pytest.approx(100 * 3 / 11)
     assert value(gpipe, "formula") == pytest.approx(100 * 3 / 11)
     assert gpipe.readouts()["formula"].label == "(p − 1)/(m + p − 1)"
@@ -58,7 +58,7 @@ def test_defaults_gpipe_against_1f1b():
     assert (value(gpipe, "beside_bubble"), value(gpipe, "beside_peak")) == (
         pytest.approx(100 * 3 / 11), 4)
     one_f_one_b = model_at(pipeline="1f1b")
-    assert ms(one_f_one_b, "step") == pytest.approx(33.0)
+    assert ms(one_f_one_b, "step_time") == pytest.approx(33.0)
     assert list(one_f_one_b.out.timed.peaks) == [4, 3, 2, 1]
     assert one_f_one_b.readouts()["beside_peak"].label.startswith("GPipe")
     assert value(one_f_one_b, "beside_peak") == 8
@@ -76,7 +76,7 @@ def test_gpipe_and_1f1b_readouts_for_every_p_and_m(pipeline):
             assert value(model, "bubble") == pytest.approx(share, rel=1e-9)
             assert value(model, "formula") == pytest.approx(share, rel=1e-12)
             assert value(model, "beside_bubble") == pytest.approx(share, rel=1e-9)
-            assert ms(model, "step") == pytest.approx((m + p - 1) * 3.0, rel=1e-12)
+            assert ms(model, "step_time") == pytest.approx((m + p - 1) * 3.0, rel=1e-12)
             peaks = model.out.timed.peaks
             want = [m] * p if pipeline == "gpipe" else [min(m, p - i) for i in range(p)]
             assert list(peaks) == want
@@ -94,7 +94,7 @@ def test_interleaved_readouts_for_every_p_m_and_v():
                 readouts = model.readouts()
                 if v > 1 and m % p:
                     assert not model.out.valid
-                    for key in ("step", "bubble", "formula", "idle", "peak_first",
+                    for key in ("step_time", "bubble", "formula", "idle", "peak_first",
                                 "peak_last", "time"):
                         assert readouts[key].value is None
                         assert readouts[key].text == NO_SCHEDULE
@@ -136,7 +136,7 @@ def test_zero_bubble_h1_beside_1f1b():
             assert value(model, "peak_first") == value(model, "beside_peak") == min(m, p)
     model = model_at(pipeline="zb_h1")
     assert model.readouts()["beside_bubble"].label == "1F1B bubble share"
-    assert ms(model, "step") == pytest.approx(27.0)  # 8 × 3 ms of work + 3 ms idle
+    assert ms(model, "step_time") == pytest.approx(27.0)  # 8 × 3 ms of work + 3 ms idle
     # Other times: the greedy order has no closed form, and the formula says so.
     model.backward_ms = 3.0
     assert value(model, "formula") is None

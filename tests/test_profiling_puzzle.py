@@ -102,7 +102,7 @@ def test_naming_the_problem_and_applying_the_fix():
     model.set("fixed", True)
     speedup = model.readouts()["speedup"]
     assert speedup.value == pytest.approx(897.2 / 743.6) and speedup.text == "1.21×"
-    assert us(model.readouts()["step"].value * 1e-6) == pytest.approx(743.6)
+    assert us(model.readouts()["step_time"].value * 1e-6) == pytest.approx(743.6)
     assert PROBLEMS["sync"].fix in model.comment()
     assert us(model.trace().schedule.step_time * model.trace().seconds) == pytest.approx(743.6)
     model.set("case", "B")  # a new case starts unnamed and unfixed
@@ -169,7 +169,7 @@ def test_an_exported_trace_opens_back_unchanged(number, values, tmp_path):
         assert us(got.compute) == pytest.approx(us(result.busy("backward")), abs=1e-6)
     opened = PuzzleModel()
     opened.open_trace(path.name, got)
-    assert opened.readouts()["step"].text == profile_readouts(want)["step"].text
+    assert opened.readouts()["step_time"].text == profile_readouts(want)["step_time"].text
 
 
 def boxes(rows) -> list[tuple]:
@@ -229,7 +229,7 @@ def test_command_line_reads_out_a_trace(capsys):
     assert main(["--figure", "13.1", "--open-trace", str(SAMPLE), "--readout"]) == 0
     readouts = json.loads(capsys.readouterr().out)["readouts"]
     assert readouts["source"]["text"] == "sample_trace.json"
-    assert readouts["step"]["text"] == "640 µs"
+    assert readouts["step_time"]["text"] == "640 µs"
     assert readouts["kernel_wait"]["text"] == "20 µs"
     assert readouts["overlap"]["text"] == "55.6%"
 
@@ -281,7 +281,7 @@ def test_open_trace_in_the_window(window, qtbot, tmp_path):
     assert window.open_trace(SAMPLE)
     model = window.models["13.1"]
     qtbot.waitUntil(lambda: model.opened is not None, timeout=5000)
-    assert window.current == "13.1" and model.readouts()["step"].text == "640 µs"
+    assert window.current == "13.1" and model.readouts()["step_time"].text == "640 µs"
     page = window.pages["13.1"]
     qtbot.waitUntil(lambda: page.view.back.isVisible(), timeout=2000)
     page.view.back.click()  # back to the puzzle

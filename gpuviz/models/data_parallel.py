@@ -342,7 +342,7 @@ class BucketingModel(FigureModel):
             "allreduce": ("All-reduce per bucket", out.end[0] - out.start[0]),
             "layer": ("Backward per layer", out.layer_end[0]),
             "backward": ("Backward pass", out.backward_time),
-            "step": ("Backward + communication", out.step_time),
+            "step_time": ("Backward + communication", out.step_time),
             "exposed": ("Exposed communication", out.exposed),
         }
         return {"buckets": Readout("Buckets", out.buckets),
@@ -417,7 +417,7 @@ class FsdpModel(PlayheadModel):
         result = out.schedule
         now = self.t
         return {
-            "step": time_readout("Step time", result.step_time),
+            "step_time": time_readout("Step time", result.step_time),
             "compute": time_readout("Compute", result.busy(COMPUTE_STREAM)),
             "waiting": time_readout("Compute waits", result.idle(COMPUTE_STREAM)),
             "gather": time_readout("All-gather per unit", out.gather),

@@ -173,7 +173,7 @@ class StepMemoryModel(AnimatedModel, PredictFirstModel):
                                  "B"),
             "phase": Readout("Phase", name=out.phase),
             "peak": self.answer(si_readout("Peak", out.memory.peak, "B")),
-            "step": Readout("Step time", timeline.step_time, "layer forwards"),
+            "step_time": Readout("Step time", timeline.step_time, "layer forwards"),
         }
 
 

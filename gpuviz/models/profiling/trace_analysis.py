@@ -174,7 +174,7 @@ def profile_readouts(profile: Profile) -> dict[str, Readout]:
                if profile.overlap is not None else
                Readout("NCCL time overlapped", shown="no NCCL kernels"))
     return {
-        "step": time_readout("Step time", step, digits=4),
+        "step_time": time_readout("Step time", step, digits=4),
         "compute": share("Compute", profile.compute),
         "communication": share("NCCL, not overlapped", profile.communication),
         "memcpy": share("Memory copies", profile.memcpy),

@@ -193,17 +193,17 @@ class PipelineModel(PlayheadModel):
                    "only if m ≥ p" if out.micro_batches < p else "only if B = W = F")
             textbook = Readout(formula, None, "%", shown=why)
         other = PIPELINE_NAMES[beside.pipeline]
-        rows = {"step": None, "bubble": None, "formula": textbook, "idle": None,
+        rows = {"step_time": None, "bubble": None, "formula": textbook, "idle": None,
                 "peak_first": None, "peak_last": None}
         if timed is None:
-            for key, label in (("step", "Step time"), ("bubble", "Bubble share"),
+            for key, label in (("step_time", "Step time"), ("bubble", "Bubble share"),
                                ("idle", "Idle per stage"), ("peak_first", "Peak stash, stage 0"),
                                ("peak_last", f"Peak stash, stage {p - 1}")):
                 rows[key] = Readout(label, None, shown=NO_SCHEDULE)
         else:
             peaks = timed.peaks
             rows |= {
-                "step": time_readout("Step time", timed.step_time),
+                "step_time": time_readout("Step time", timed.step_time),
                 "bubble": Readout("Bubble share", 100 * timed.bubble, "%"),
                 "idle": time_readout("Idle per stage", timed.idle),
                 "peak_first": Readout("Peak stash, stage 0", peaks[0], "micro-batches"),
