@@ -195,3 +195,37 @@ def test_legend_labels_after_a_hatched_swatch_are_drawn_at_ratio_2(qapp):
     label = {image.pixelColor(x, y).rgb() for x in range(int(w * 0.45), w - 4)
              for y in range(int(h * 0.55), h - 4)}
     assert len(label) > 3
+
+
+def test_cell_grid_texts_need_air_to_be_drawn(qapp):
+    """A text as wide as its cell is left out: side by side, such numbers ran together
+    ("12345678" for eight narrow boxes of 9.2). With a few pixels to spare it is drawn."""
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid, diagram_widget
+    from gpuviz.core.plots.cells import TEXT_AIR
+
+    theme.apply("dark", qapp)
+    widget, box = diagram_widget()
+    grid = CellGrid(font_size=10)
+    box.addItem(grid)
+    box.setAspectLocked(False)
+    fill = theme.color("compute")
+    grid.set_cells(np.array([[i, 0, 1, 1] for i in range(8)], float), [fill] * 8,
+                   texts=[str(i + 1) for i in range(8)])
+    box.setRange(xRange=(0, 8), yRange=(0, 1), padding=0)
+    _render_box(box, widget)
+    text_width = grid._text_sizes[:, 0].max()
+
+    def inks(spare: float) -> int:  # cells of text_width + spare pixels: texts drawn
+        box.setRange(xRange=(0, box.width() / (text_width + spare)), yRange=(0, 1),
+                     padding=0)
+        image = _render_box(box, widget)
+        ink = grid._text_inks[0].rgb()
+        left, right = box.mapViewToScene(pg.Point(0, 0.5)), box.mapViewToScene(
+            pg.Point(8, 0.5))
+        return sum(image.pixelColor(x, int(left.y()) + dy).rgb() == ink
+                   for x in range(int(left.x()), int(right.x())) for dy in range(-3, 4))
+
+    assert inks(0) == 0
+    assert inks(TEXT_AIR + 2) > 0
+    widget.close()

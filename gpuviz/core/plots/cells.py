@@ -15,6 +15,7 @@ from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, pixel_size
 
 PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
+TEXT_AIR = 1  # px a text leaves free across its cell, so that neighbours read apart
 
 
 class CellGrid(pg.GraphicsObject):
@@ -245,9 +246,11 @@ class CellGrid(pg.GraphicsObject):
         cells = self._array[self._text_rows]
         x = t.m11() * (cells[:, 0] + cells[:, 2] / 2) + t.dx() - self._text_sizes[:, 0] / 2
         y = t.m22() * (cells[:, 1] + cells[:, 3] / 2) + t.dy() - self._text_sizes[:, 1] / 2
-        # A text that does not fit its cell (in pixels, now) is left out, not clipped.
+        # A text that does not fit its cell (in pixels, now) is left out, not clipped; it
+        # needs TEXT_AIR beside it, or the numbers of narrow neighbours run together
+        # ("12345678" for 9.2's eight forward passes).
         if self._fit_texts:
-            fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) + 1)
+            fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) - TEXT_AIR)
                     & (self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2)).tolist()
         else:
             fits = [True] * len(self._text_list)
