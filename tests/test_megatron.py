@@ -80,3 +80,36 @@ def test_sweep(t, mode, seed, steps, dt):
     assert max(check.forward, check.backward, check.rows_first) < 1e-5
     assert all(r.text for r in m.readouts().values())
     m.set_playing(False)
+
+
+@pytest.mark.parametrize("size", [(900, 720), (1000, 700)])  # the page at 1280x800, 1024x768
+def test_its_texts_keep_to_their_columns_on_a_small_projector(qapp, qtbot, size):
+    """At 1024x768 in the projector look "column-parallel" ran into its neighbours and
+    "GPU 1" off the canvas: the headers and boxes break their lines to their column."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QFontMetricsF
+
+    from gpuviz import catalog, theme
+    from gpuviz.views.tensor_pipeline.megatron import CELL_W
+    from tests import figure_driver as drive
+
+    theme.apply("projector", qapp)
+    try:
+        page = drive.build_page(catalog.figure("9.1"), size)
+        qtbot.addWidget(page)
+        view = page.view
+        box = view.box
+
+        def x_px(x: float) -> float:
+            return box.mapViewToScene(QPointF(x, 0)).x()
+
+        metrics = QFontMetricsF(theme.font(9))
+        lines = [line for grid in (view.headers, view.cells) for text in grid._texts
+                 for line in text.split("\n")]
+        assert "parallel" in lines  # broken after its hyphen
+        assert max(map(metrics.horizontalAdvance, lines)) <= x_px(CELL_W) - x_px(0)
+        names = QFontMetricsF(theme.font(9, bold=True))
+        assert x_px(view.gpu_labels[0].x) - names.horizontalAdvance("GPU 1") >= x_px(
+            box.viewRange()[0][0])
+    finally:
+        theme.apply("dark", qapp)

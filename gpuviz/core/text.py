@@ -16,7 +16,9 @@ refresh. Two cheaper labels, both placed like a TextItem (same anchor, same 4 px
 
 from __future__ import annotations
 
+import re
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -159,6 +161,27 @@ class RichText(QGraphicsTextItem):
         box = self.boundingRect()  # includes the document margin, as a TextItem's anchor does
         self.setTransform(QTransform.fromTranslate(-self._anchor[0] * box.width(),
                                                    -self._anchor[1] * box.height()))
+
+
+_BREAKS = re.compile(r"\S+?-(?=\S)|\S+")  # words, and a hyphenated word's parts
+
+
+def wrap_lines(text: str, room: float, width: Callable[[str], float]) -> str:
+    """`text` with each of its lines broken, at spaces or after a hyphen, so that no line is
+    wider than `room` (as `width` measures it) where a break can do it: a box's label that
+    keeps to its box on a small screen ("column-parallel" over "column-" and "parallel")."""
+    lines = []
+    for line in text.split("\n"):
+        current = ""
+        for found in _BREAKS.finditer(line):
+            spaced = found.start() > 0 and line[found.start() - 1] == " "
+            joined = current + (" " if spaced else "") + found.group()
+            if current and width(joined) > room:
+                lines.append(current)
+                joined = found.group()
+            current = joined
+        lines.append(current)
+    return "\n".join(lines)
 
 
 def rich_text(html: str, size: float = 9, anchor: tuple[float, float] = (0, 0)
