@@ -203,3 +203,16 @@ def test_measurements_loaded_still_fit_small_projectors(number, size, build):
     drive.settle()
     assert page.view.measured_buttons.isVisible()
     assert_column_fits(page)
+
+
+def test_a_long_title_is_cut_with_an_ellipsis_not_run_under_the_buttons(build, qapp):
+    """13.4's title on a 1024x768 projector ran under Reset; it is cut with "…" (the
+    tooltip keeps it whole) and grows back when there is room."""
+    page = build(catalog.figure("13.4"), "projector", (820, 700))
+    title = page.title
+    assert title.text().endswith("…") and "Figure 13.4" in title.text()
+    assert title.geometry().right() < page.reset_button.geometry().left()
+    assert "when it compiles again" in title.toolTip()
+    page.resize(1900, 1000)
+    drive.settle()
+    assert "when it compiles again" in title.text()

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QTextDocumentFragment
+import html
+import math
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QFontMetricsF, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QFrame,
     QGraphicsView,
@@ -204,11 +207,12 @@ class FigurePage(QWidget):
         self.spec = spec
         self.model = model
         self.view = view
-        title = QLabel(f"<b>Figure {spec.number}</b>&nbsp;&nbsp;{spec.title}")
+        # A long title must not hold the page wider than its screen, nor run under the
+        # buttons beside it (13.4 on a 1024x768 projector): it is cut with "…" there.
+        title = ElidedLabel(spec.title, lead=f"Figure {spec.number}")
         self.title = title
         title.setFont(theme.font(14))
-        # A long title must not hold the page wider than its screen (a 1024x768 projector
-        # before the look has shrunk to it): it may be cut at a width no screen shows.
+        title.setToolTip(f"Figure {spec.number}: {spec.title}")
         title.setMinimumWidth(1)
         theme.look.changed.connect(self._apply_look)
         self._fit_timer = QTimer(self)
@@ -231,6 +235,7 @@ class FigurePage(QWidget):
         # it again.
         self.caption_line = ElidedLabel(QTextDocumentFragment.fromHtml(spec.caption)
                                         .toPlainText())
+        self.caption_line.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
         self.caption_line.setToolTip(spec.caption)
         self.caption_line.hide()
         self.caption_button = QPushButton("Caption")
@@ -323,12 +328,22 @@ class FigurePage(QWidget):
 
 
 class ElidedLabel(QLabel):
-    """One line of plain text, cut with "…" to the width it is given (a folded caption)."""
+    """One line of text, cut with "…" to the width it is given (a folded caption, a long
+    title on a small projector); `lead`, in bold before it, is never cut. It asks for the
+    width of its whole text, so it grows back when the room comes back."""
 
-    def __init__(self, text: str) -> None:
+    LEAD_GAP = "\u00a0\u00a0"
+
+    def __init__(self, text: str, lead: str = "") -> None:
         super().__init__()
-        self._full = text
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self._full, self._lead = text, lead
+        self.setTextFormat(Qt.RichText if lead else Qt.PlainText)
+        self._elide()
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        whole = QFontMetricsF(self.font()).horizontalAdvance(self._full)
+        return QSize(math.ceil(self._lead_width()) + math.ceil(whole) + 4,
+                     super().sizeHint().height())
 
     def resizeEvent(self, event: object) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -338,7 +353,18 @@ class ElidedLabel(QLabel):
         super().changeEvent(event)
         if event.type() == QEvent.FontChange:  # a new look: the same width holds less
             self._elide()
+            self.updateGeometry()
+
+    def _lead_width(self) -> float:
+        if not self._lead:
+            return 0.0
+        bold = QFont(self.font())
+        bold.setBold(True)
+        return QFontMetricsF(bold).horizontalAdvance(self._lead + self.LEAD_GAP)
 
     def _elide(self) -> None:
-        self.setText(self.fontMetrics().elidedText(self._full, Qt.ElideRight, self.width()))
+        room = max(0, self.width() - math.ceil(self._lead_width()) - 2)
+        text = QFontMetricsF(self.font()).elidedText(self._full, Qt.ElideRight, room)
+        self.setText(f"<b>{html.escape(self._lead)}</b>{self.LEAD_GAP}{html.escape(text)}"
+                     if self._lead else text)
 
