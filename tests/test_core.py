@@ -336,6 +336,30 @@ def test_text_layer_keeps_a_label_inside_its_view(qapp):
     assert high < point  # flipped to the left of its line: all of it shows
 
 
+def test_a_label_that_gives_way_is_left_out_where_it_would_touch_another(qapp):
+    """Close numbers in a row ran together on a small screen (5.1's neighbours, 8.1's
+    equal bars): one that gives way is drawn only with room beside the ones before it,
+    and its lines are centred as its anchor is."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QTransform
+
+    from gpuviz.core.text import GIVE_WAY_GAP, TextLayer, wrap_lines
+
+    layer = TextLayer(QRectF(0, 0, 100, 10))
+    first, second, third = (layer.add("23.6", anchor=(0.5, 1), give_way=True)
+                            for _ in range(3))
+    for label, x in zip((first, second, third), (10, 10 + first.width, 10 + 3 * first.width),
+                        strict=True):
+        label.setPos(x, 5)
+    layer._layout(QTransform(), None)
+    assert [id(label) in layer._drawn for label in (first, second, third)] == [
+        True, False, True]
+    second.setPos(10 + first.width + GIVE_WAY_GAP + 1, 5)
+    layer._layout(QTransform(), None)
+    assert id(second) in layer._drawn
+    assert wrap_lines("67.1 MB", first.width, first.metrics.horizontalAdvance) == "67.1\nMB"
+
+
 def test_placed_labels_are_costed_together_as_one_by_one(qapp):
     """All labels' candidates are costed in one go (the full placement after a new GPU
     took 5 ms label by label); each label's costs are those it gets alone."""

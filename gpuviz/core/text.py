@@ -198,11 +198,13 @@ class LayerLabel:
     collector long after Qt deleted the page (issue 36)."""
 
     __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible",
-                 "lines", "width", "height", "size", "bold", "mono")
+                 "lines", "width", "height", "size", "bold", "mono", "give_way")
 
     def __init__(self, layer: TextLayer, text: str, color: QColor, size: float, bold: bool,
-                 anchor: tuple[float, float], mono: bool = False) -> None:
+                 anchor: tuple[float, float], mono: bool = False,
+                 give_way: bool = False) -> None:
         self._layer = weakref.ref(layer)
+        self.give_way = give_way
         self.text = text
         self.x = self.y = 0.0
         self.anchor = (float(anchor[0]), float(anchor[1]))
@@ -272,6 +274,9 @@ class LayerLabel:
         """Labels are drawn in creation order; set the layer's z value instead."""
 
 
+GIVE_WAY_GAP = 4  # px: a label that gives way keeps this far from the others, sideways
+
+
 class TextLayer(pg.GraphicsObject):
     """Labels at data positions, unscaled by the view, all painted in one call. `bounds`
     (data coordinates) must cover the visible view. A label that changes repaints its old
@@ -294,9 +299,13 @@ class TextLayer(pg.GraphicsObject):
         self._dirty = True
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
-            anchor: tuple[float, float] = (0, 0), mono: bool = False) -> LayerLabel:
-        """A label; `mono` in a fixed-width font (source code)."""
-        label = LayerLabel(self, text, theme.text_color(role), size, bold, anchor, mono)
+            anchor: tuple[float, float] = (0, 0), mono: bool = False,
+            give_way: bool = False) -> LayerLabel:
+        """A label; `mono` in a fixed-width font (source code). `give_way`: left out where
+        it would touch a label of the layer drawn before it (a row of numbers that would run
+        together on a small screen: every other one shows)."""
+        label = LayerLabel(self, text, theme.text_color(role), size, bold, anchor, mono,
+                           give_way)
         self.labels.append(label)
         self.update()
         return label
@@ -374,6 +383,7 @@ class TextLayer(pg.GraphicsObject):
         full = key != self._view_key
         self._view_key = key
         self._drawn = {}
+        placed: list[tuple[float, float, float, float]] = []
         for label in self.labels:
             if label.visible and label.text:
                 point = transform.map(QPointF(label.x, label.y))
@@ -385,7 +395,13 @@ class TextLayer(pg.GraphicsObject):
                 else:
                     left, top = fit_inside(point.x(), point.y(), label.width, label.height,
                                            label.anchor, area, self.flip)
-                self._drawn[id(label)] = (left, top, left + label.width, top + label.height,
+                right, bottom = left + label.width, top + label.height
+                if label.give_way and any(
+                        left < r + GIVE_WAY_GAP and l - GIVE_WAY_GAP < right and top < b
+                        and t < bottom for l, t, r, b in placed):
+                    continue
+                placed.append((left, top, right, bottom))
+                self._drawn[id(label)] = (left, top, right, bottom,
                                           label.text, label.color.rgba(), id(label.font))
         return full
 
@@ -404,8 +420,11 @@ class TextLayer(pg.GraphicsObject):
                 painter.setFont(font)
             painter.setPen(label.color)
             line_height = label.metrics.height()
-            for i, static in enumerate(label.lines):
-                painter.drawStaticText(QPointF(drawn[0], drawn[1] + i * line_height), static)
+            for i, static in enumerate(label.lines):  # lines aligned as the anchor says
+                shift = label.anchor[0] * (label.width - static.size().width()) \
+                    if len(label.lines) > 1 else 0.0
+                painter.drawStaticText(QPointF(drawn[0] + shift, drawn[1] + i * line_height),
+                                       static)
         painter.restore()
 
 

@@ -66,7 +66,8 @@ class ZeroStagesView(FigureView):
         sitem.addItem(self.sent_bars)
         self.sent_labels = TextLayer(QRectF(-0.5, 0, len(STAGES), 1), keep_inside=True)
         self.sent_texts = [self.sent_labels.add(role="network", size=10, bold=True,
-                                                anchor=(0.5, 1)) for _ in STAGES]
+                                                anchor=(0.5, 1), give_way=True)
+                           for _ in STAGES]  # equal bars side by side: one label may do
         sitem.addItem(self.sent_labels)
 
         pair = QWidget()

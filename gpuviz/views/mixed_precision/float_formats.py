@@ -57,8 +57,10 @@ class FloatFormatsView(FigureView):
         self.field_labels = [labels.add(role=FIELD_ROLE[name], size=9, bold=True,
                                         anchor=(0.5, 1)) for name in FIELD_ROLE]
         self.formula = labels.add(size=9, anchor=(0.5, 0))
-        self.value_labels = [labels.add(size=8, anchor=(0.5, 1)) for _ in range(5)]
-        self.ulp_labels = [labels.add(role="muted", size=8, anchor=(0.5, 0))
+        # Close neighbours' values would run together on a small screen: every other one.
+        self.value_labels = [labels.add(size=8, anchor=(0.5, 1), give_way=True)
+                             for _ in range(5)]
+        self.ulp_labels = [labels.add(role="muted", size=8, anchor=(0.5, 0), give_way=True)
                            for _ in range(4)]
         self.typed_label = labels.add(role="highlight", size=9, bold=True, anchor=(0.5, 1))
         self.line_title = labels.add("representable neighbours (ulp under each gap)",

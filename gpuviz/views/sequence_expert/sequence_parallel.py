@@ -9,7 +9,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value, si_text
 from gpuviz.core.plots import CellGrid, Legend, diagram_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import TextLayer, wrap_lines
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.sequence_parallel import (
     OPS,
@@ -19,7 +19,8 @@ from gpuviz.models.sequence_expert.sequence_parallel import (
 
 BLOCKS = (("Attention", range(0, 8)), ("MLP", range(8, len(OPS))))
 BOX_W, MARK_W, GAP = 1.0, 0.55, 0.08
-ROW_PITCH = 2.0  # a row of boxes, its byte labels and the next row's title
+ROW_PITCH = 2.4  # a row of boxes, its byte labels (two lines on a small screen) and the
+# next row's title
 ROLES = {"heads": "compute", "full": "idle", "tokens": "highlight"}
 
 
@@ -47,15 +48,23 @@ class SequenceParallelView(FigureView):
         self.width = max(len(ops) for _, ops in BLOCKS) * (BOX_W + GAP) + 2 * (MARK_W + GAP)
         self.box.setRange(xRange=(-0.2, self.width), yRange=(-0.7, 2 * ROW_PITCH + 0.4),
                           padding=0)
+        self.box.sigResized.connect(self._set_bytes)
 
     def refresh(self) -> None:
         out: SequenceParallelOut = self.model.out
         if self.needs_update("strip", (out.kinds, out.collectives)):
             self._draw(out)
-        for label, stored in zip(self.byte_labels, out.stored, strict=True):
-            label.setText(si_text(stored, "B"))
+        self._set_bytes()
         self.predict.sync()
         self.message.show_message(self._describe(out))
+
+    def _set_bytes(self) -> None:
+        """Each box's bytes under it, on two lines where one is wider than the box (on a
+        1024x768 projector "67.1 MB67.1 MB16.8 MB" ran together)."""
+        room = self.box.width() * BOX_W / self.width - 4
+        for label, stored in zip(self.byte_labels, self.model.out.stored, strict=True):
+            label.setText(wrap_lines(si_text(stored, "B"), room,
+                                     label.metrics.horizontalAdvance))
 
     def _draw(self, out: SequenceParallelOut) -> None:
         before = dict(out.collectives)
