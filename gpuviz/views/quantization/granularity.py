@@ -91,10 +91,10 @@ class GranularityView(FigureView):
         self.value_title.setPos(0, -0.2)
         self.error_title.setText(f"error |{name} − Q({name})|, fixed scale")
         self.error_title.setPos(RIGHT, -0.2)
-        self.row_axis.setText("rows: " + ("tokens (outer dimension)" if acts else
-                                          "output channels (outer dimension)")
-                              + ";  columns: " + ("channels" if acts else "input channels")
-                              + " (the reduction dimension)")
+        # Short enough for a 1024x768 projector (the outer dimension said in words ran off
+        # its edge).
+        self.row_axis.setText(("rows: tokens · columns: channels" if acts else
+                               "rows: outputs · columns: inputs") + " (the reduction dimension)")
         self.row_axis.setPos(0, GRAN_ROWS + 0.2)
 
         if self.needs_update("keys", (top, out.error_scale)):
@@ -127,7 +127,7 @@ class GranularityView(FigureView):
             width = ERR_WIDTH * out.rms[g] / worst
             rects.append([ERR_X, y + 0.1, width, 0.8 * ERR_ROW])
             fills.append(theme.color("highlight" if g == granularity else "neutral"))
-            self.error_labels[i].setText(f"RMS error, {label.lower()}")
+            self.error_labels[i].setText(f"RMS, {label.lower()}")  # beside its bar, not on it
             self.error_labels[i].setPos(ERR_X - 0.2, y + 0.5)
             self.error_values[i].setText(format_g(out.rms[g], 3))
             self.error_values[i].setPos(ERR_X + width + 0.1, y + 0.5)

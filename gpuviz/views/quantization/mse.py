@@ -73,7 +73,9 @@ class MseView(FigureView):
                                      anchor=(0.5, 1.2))
         item.addItem(self.total_label)
         # Left of its line: the guess line starts at 4σ, just right of min-max (3.9σ).
-        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(1.05, 0))
+        # On a small screen it would sit on "clipping": then the caption names the line.
+        self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(1.05, 0),
+                                             give_way=True)
         self.guess_label = self.labels.add("", role="text", size=9, anchor=(-0.05, 0))
         # Left of its line: between the best range and min-max the clipping curve dives
         # to zero, through where a label on the right would sit.
@@ -133,7 +135,7 @@ class MseView(FigureView):
             x = c.max_abs
             self.min_max_line.set_data([x, x], [low, high])
             self.min_max_label.setText(f"min-max {sigma_text(x)}")
-            self.min_max_label.setPos(x, high - 0.3)
+            self.min_max_label.setPos(x, high - 0.6)  # under "clipping", near the top
         low, high = self._y_range
         alpha = out.alpha
         total = math.log10(out.rounding + out.clipping)
