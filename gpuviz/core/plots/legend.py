@@ -126,6 +126,10 @@ class Legend(pg.GraphicsObject):
         # As many of the asked-for columns as fit the view's width (a lecture-size font
         # needs more rows, not a legend cut at the edge).
         room = self._box.width() - 2 * self._offset
+        if self._at is not None:  # from its point to the far edge (3.3's was cut there)
+            point = self._box.mapFromViewToItem(self._box, QPointF(*self._at)).x()
+            room = (self._box.width() - point if self._anchor[0] < 0.5 else point) \
+                - self._offset
         columns = min(self._columns, max(1, len(self._rows)))
         col_widths = [max(widths[c::columns], default=0.0) for c in range(columns)]
         while columns > 1 and room > 0 and sum(col_widths) + 2 * pad * columns > room:

@@ -91,8 +91,9 @@ class SmoothQuantView(FigureView):
         labels = TextLayer(QRectF(0, 0, 1, top), keep_inside=True)
         labels.add(f"best α = {best:.2f} on this data", role="neutral", size=9,
                    anchor=(1.03, 0)).setPos(best, top)
+        # Under its line: above it, near the top, it ran into the best-α label.
         labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral", size=9,
-                   anchor=(0, 1.1)).setPos(0.0, plain)
+                   anchor=(0, -0.1)).setPos(0.0, plain)
         eitem.addItem(labels)
         # Its own item: moving a label of the plot-wide layer repaints the whole plot.
         self.marker_label = text_item("", role="highlight", size=9, bold=True,

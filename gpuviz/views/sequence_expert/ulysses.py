@@ -44,14 +44,21 @@ class UlyssesView(FigureView):
         self.cells = CellGrid(font_size=9)
         for item in (self.headers, self.cells):
             self.box.addItem(item)
-        self.box.setRange(xRange=(-LABEL_W - 0.2, HEADS + 0.1), yRange=(-1.2, ROWS + 0.1),
-                          padding=0)
-        legend = Legend(self.box, anchor=(1, 1))
-        legend.add_box("selected rank", theme.color("highlight"))
-        legend.add_box("other ranks", theme.color("compute"))
-        legend.add_box("moves in the all-to-all", theme.color("compute"),
-                       outline=theme.color("network"))
+        self.legend = Legend(self.box, anchor=(1, 1))
+        self.legend.add_box("selected rank", theme.color("highlight"))
+        self.legend.add_box("other ranks", theme.color("compute"))
+        self.legend.add_box("moves in the all-to-all", theme.color("compute"),
+                            outline=theme.color("network"))
+        self.box.sigResized.connect(self._fit_rows)
+        self._fit_rows()
         self.add_plot(canvas)
+
+    def _fit_rows(self) -> None:
+        """Room under the grid for the legend, whatever the canvas's height (on a 1024x768
+        projector it covered the last rank's cells)."""
+        self.box.setRange(xRange=(-LABEL_W - 0.2, HEADS + 0.1),
+                          yRange=(-1.2, self.legend.end_with_room(-1.2, ROWS + 0.1)),
+                          padding=0)
 
     def _all_to_all(self) -> None:
         self.model.set("sharding", "sequence" if self.model.sharding == "heads" else "heads")

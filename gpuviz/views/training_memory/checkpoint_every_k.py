@@ -113,7 +113,8 @@ class CheckpointEveryKView(FigureView):
             titem.setYRange(0, time_max, padding=0)
             self.time_text.set_bounds(QRectF(0, 0, layers + 1, time_max))
         self.hundred.set_line(0.3, 100, layers + RIGHT, 100, titem.getViewBox().viewPixelSize())
-        self.time_label.setText(f"+{percent[k - 1] - 100:.0f}% for every k: one extra forward")
+        # Two lines: on one, it ran out of its small plot on a 1024x768 projector.
+        self.time_label.setText(f"+{percent[k - 1] - 100:.0f}% for every k:\none extra forward")
         self.time_label.setPos(0.5, time_max)
         self.predict.sync()
 
