@@ -229,3 +229,34 @@ def test_cell_grid_texts_need_air_to_be_drawn(qapp):
     assert inks(0) == 0
     assert inks(TEXT_AIR + 2) > 0
     widget.close()
+
+
+def test_a_cell_grid_that_elides_cuts_a_long_name_instead_of_leaving_it_out(qapp):
+    """6.3's operation names and 10.2's box names were blank on a 1024x768 projector."""
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid, diagram_widget
+
+    theme.apply("dark", qapp)
+    shown = {}
+    for elide in (False, True):
+        widget, box = diagram_widget()
+        grid = CellGrid(font_size=10, elide=elide)
+        box.addItem(grid)
+        box.setAspectLocked(False)
+        box.setRange(xRange=(0, 4), yRange=(0, 1), padding=0)
+        grid.set_cells(np.array([[0, 0, 1, 1]], float), [theme.color("compute")],
+                       texts=["Attention dropout: Dropout output"])
+        image = _render_box(box, widget)
+        ink = grid._text_inks[0].rgb()
+        top_left = box.mapViewToScene(pg.Point(0.05, 0.1))
+        bottom_right = box.mapViewToScene(pg.Point(0.95, 0.9))
+        xs = range(int(min(top_left.x(), bottom_right.x())),
+                   int(max(top_left.x(), bottom_right.x())))
+        ys = range(int(min(top_left.y(), bottom_right.y())),
+                   int(max(top_left.y(), bottom_right.y())))
+        shown[elide] = sum(image.pixelColor(x, y).rgb() == ink for x in xs for y in ys)
+        widget.close()
+    assert shown[False] == 0 and shown[True] > 0
+    cut = grid._cut("Attention dropout: Dropout output", 60.0)
+    assert cut is not None and cut[0].text().endswith("…") and cut[1] <= 60
+    assert grid._cut("Attention", 3.0) is None  # not even a letter: left out

@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
 
 from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, pixel_size
@@ -38,11 +38,15 @@ class CellGrid(pg.GraphicsObject):
     clicked = Signal(int)
     clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
 
-    def __init__(self, font_size: float = 8.0, fit_texts: bool = True) -> None:
+    def __init__(self, font_size: float = 8.0, fit_texts: bool = True,
+                 elide: bool = False) -> None:
         """fit_texts=False: draw every text even where it overflows its cell (labels
-        with no fill beside a grid, whose cells only place them)."""
+        with no fill beside a grid, whose cells only place them). elide=True: a text too
+        wide for its cell is cut with "…" rather than left out (names, never numbers)."""
         super().__init__()
         self._fit_texts = fit_texts
+        self._elide = elide
+        self._elided: dict[tuple[str, int], tuple[QStaticText, float] | None] = {}
         self._array = np.zeros((0, 4))
         self._fill_groups: list[tuple[QColor, np.ndarray]] = []
         self._hatch_groups: list[tuple[QColor, QColor | None, np.ndarray]] = []
@@ -71,6 +75,7 @@ class CellGrid(pg.GraphicsObject):
         """Take the current look's font and line sizes (the texts are laid out again)."""
         self._font = theme.font(self._font_size)
         self._static.clear()
+        self._elided.clear()
         self._outline_width = theme.line_width(self._outline_base)
         self._lay_out_texts()
         self.update()
@@ -197,6 +202,23 @@ class CellGrid(pg.GraphicsObject):
         self._text_inks = [inks[i] for i in rows]
         self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], inks[i]) for i in lines]
 
+    def _cut(self, text: str, room: float) -> tuple[QStaticText, float] | None:
+        """`text` cut with "…" to `room` pixels, laid out (cached); None when not even a
+        letter and the ellipsis fit."""
+        key = (text, int(room))
+        if key not in self._elided:
+            if len(self._elided) > 1024:
+                self._elided.clear()
+            cut = QFontMetricsF(self._font).elidedText(text, Qt.ElideRight, key[1])
+            if len(cut) < 2:
+                self._elided[key] = None
+            else:
+                static = QStaticText(cut)
+                static.setTextFormat(Qt.PlainText)
+                static.prepare(QTransform(), self._font)
+                self._elided[key] = (static, static.size().width())
+        return self._elided[key]
+
     def _prepare_texts(self, texts: set[str]) -> dict[str, tuple[QStaticText, float, float]]:
         """The cache of laid-out texts, holding every one of `texts`."""
         missing = texts.difference(self._static)
@@ -250,8 +272,9 @@ class CellGrid(pg.GraphicsObject):
         # needs TEXT_AIR beside it, or the numbers of narrow neighbours run together
         # ("12345678" for 9.2's eight forward passes).
         if self._fit_texts:
-            fits = ((self._text_sizes[:, 0] <= np.abs(t.m11() * cells[:, 2]) - TEXT_AIR)
-                    & (self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2)).tolist()
+            room = np.abs(t.m11() * cells[:, 2]) - TEXT_AIR
+            tall = self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2
+            fits = ((self._text_sizes[:, 0] <= room) & tall).tolist()
         else:
             fits = [True] * len(self._text_list)
         painter.save()
@@ -259,10 +282,15 @@ class CellGrid(pg.GraphicsObject):
         painter.setFont(self._font)
         draw = painter.drawStaticText
         ink = None
-        for px, py, static, color, fit in zip(x.tolist(), y.tolist(), self._text_list,
-                                              self._text_inks, fits, strict=True):
+        for i, (px, py, static, color, fit) in enumerate(zip(
+                x.tolist(), y.tolist(), self._text_list, self._text_inks, fits, strict=True)):
             if not fit:
-                continue
+                cut = self._elide and tall[i] and self._cut(
+                    self._texts[self._text_rows[i]], float(room[i]))
+                if not cut:
+                    continue
+                static, width = cut
+                px += (self._text_sizes[i, 0] - width) / 2
             if color is not ink:
                 ink = color
                 painter.setPen(color)

@@ -31,7 +31,7 @@ class SequenceParallelView(FigureView):
         self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
         canvas, self.box = diagram_widget()
-        self.cells = CellGrid(font_size=9)
+        self.cells = CellGrid(font_size=9, elide=True)  # a name too long for its box is cut
         self.box.addItem(self.cells)
         self.text = TextLayer(QRectF(-1, -1, 20, 6))
         self.byte_labels = [self.text.add(size=9, anchor=(0.5, 0)) for _ in OPS]

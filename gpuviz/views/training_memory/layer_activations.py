@@ -38,7 +38,7 @@ class LayerActivationsView(FigureView):
         self.box.setAspectLocked(False)
         n = self.model.total_steps
         self.box.setRange(QRectF(0, -1.2, TOTAL_WIDTH + 0.1, n + 4.0), padding=0.01)
-        self.ops = CellGrid(font_size=9)
+        self.ops = CellGrid(font_size=9, elide=True)  # long names cut, not left out
         self.ops.clicked.connect(self._on_click)
         self.box.addItem(self.ops)
         self.cells = CellGrid(font_size=9)
@@ -84,7 +84,8 @@ class LayerActivationsView(FigureView):
                            [f"{item.op}: {item.label}" for item in out.items])
 
         biggest = max(out.item_bytes.max(), 1.0)
-        lengths = BAR_WIDTH * 0.75 * out.item_bytes / biggest
+        # The longest bar leaves room for its label ("134 MB" was cut at 1024x768).
+        lengths = BAR_WIDTH * 0.65 * out.item_bytes / biggest
         rects = [(UNIT_X, r, UNIT_WIDTH, ROW) for r in rows]
         rects += [(BAR_X, r + 0.1, max(length, 0.0), ROW - 0.2)
                   for r, length in zip(rows, lengths, strict=True)]
