@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, Legend, diagram_widget, opaque_blend, text_item, untouched
+from gpuviz.core.text import TextLayer
 from gpuviz.models.kernels import BANKS, TILE_ROWS, BankAccess
 
 ROWS = 33  # drawn word rows: a 32 x 33 tile fills 33 rows of 32 banks
@@ -32,33 +34,33 @@ class BankConflictView(FigureView):
         # only picks which one shows.
         self.words = {width: CellGrid() for width in (BANKS, BANKS + 1)}
         self.read = CellGrid(font_size=7)
-        self.labels = CellGrid(font_size=7, fit_texts=False)  # addresses, no fill
         self.bars = CellGrid()
-        # The tile and the bank numbers change at most with the padding: keep them as
-        # pixmaps, so a new access pattern repaints only the words read and the bars.
-        for static in (*self.words.values(), self.labels):
+        # The tile changes at most with the padding: keep it as a pixmap, so a new access
+        # pattern repaints only the words read and the bars.
+        for static in self.words.values():
             static.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._layout_width = 0
         for width, grid in self.words.items():
             self._draw_tile(grid, width)
             grid.setVisible(False)
-        for item in (*self.words.values(), self.read, self.labels, self.bars):
+        for item in (*self.words.values(), self.read, self.bars):
             self.box.addItem(item)
 
-        # Bank numbers over the grid, word addresses every fourth row.
-        header = np.column_stack([np.arange(BANKS), np.full(BANKS, -1.1),
-                                  np.full(BANKS, CELL), np.full(BANKS, 1.0)])
-        rows = np.arange(0, ROWS, 4)
-        side = np.column_stack([np.full(rows.size, -LABEL_WIDTH), rows,
-                                np.full(rows.size, LABEL_WIDTH - 0.2), np.full(rows.size, CELL)])
-        texts = [str(b) for b in range(BANKS)] + [f"w{r * BANKS}" for r in rows]
-        self.labels.set_cells(np.concatenate([header, side]), [None] * len(texts), texts=texts,
-                              text_color=theme.color("muted"))
-        self.bank_title = text_item("bank →", role="muted", size=8, anchor=(1, 0.5))
-        self.bank_title.setPos(-0.1, -0.6)
+        # Bank numbers over the grid (every other one, or fewer, where two digits would
+        # run together: a 1024x768 projector), word addresses every fourth row, all kept
+        # inside the canvas.
+        self.labels = TextLayer(QRectF(-LABEL_WIDTH, -1.6, LABEL_WIDTH + BANKS + 0.2,
+                                       ROWS + 1.7), keep_inside=True, flip=False)
+        self.labels.add("bank →", role="muted", size=8, anchor=(1, 0.5)).setPos(-0.1, -0.6)
+        for bank in range(BANKS):
+            self.labels.add(str(bank), role="muted", size=7, anchor=(0.5, 0.5),
+                            give_way=True).setPos(bank + CELL / 2, -0.6)
+        for row in range(0, ROWS, 4):
+            self.labels.add(f"w{row * BANKS}", role="muted", size=7,
+                            anchor=(1, 0.5)).setPos(-0.2, row + CELL / 2)
         # The conflict's degree over the busiest bank's bar: the number the figure is about.
         self.degree = text_item("", size=13, bold=True, anchor=(0, 0))
-        for item in (self.bank_title, self.degree):
+        for item in (self.labels, self.degree):
             self.box.addItem(item)
         self.key = Legend(self.box, anchor=(0, 0), columns=2, size=9,
                           at=(-LABEL_WIDTH, BAR_BASE + 0.2))
