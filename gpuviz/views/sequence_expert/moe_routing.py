@@ -59,11 +59,22 @@ class MoeRoutingView(FigureView):
         gitem.getAxis("bottom").setTicks([[(g, f"GPU {g}") for g in range(GPUS)], []])
         self.loads = CellGrid(font_size=9)
         gitem.addItem(self.loads)
-        legend = Legend(gitem, anchor=(1, 0))
-        legend.add_box("computing", theme.color("compute"))
-        legend.add_box("waiting for the busiest GPU", theme.color("idle"))
+        self.gpu_legend = Legend(gitem, anchor=(1, 0))
+        self.gpu_legend.add_box("computing", theme.color("compute"))
+        self.gpu_legend.add_box("waiting for the busiest GPU", theme.color("idle"))
         self._top = 0.0
+        gitem.getViewBox().sigResized.connect(self._fit_gpu_top)
         self.add_plot(self.gpu_plot, 2)
+
+    def _fit_gpu_top(self) -> None:
+        """The GPUs' axis tall enough for the legend above the busiest bar (on a small
+        projector it hid the tops of the bars and their waiting parts)."""
+        busiest = max(float(self.model.out.gpu_load.max()), 1.0)
+        top = max(nice_ceiling(busiest * 1.3, FINE_STEPS),
+                  self.gpu_legend.end_with_room(0.0, busiest * 1.02))
+        if top != self._top:
+            self._top = top
+            self.gpu_plot.getPlotItem().setYRange(0, top, padding=0)
 
     def refresh(self) -> None:
         out: MoeOut = self.model.out
@@ -80,10 +91,7 @@ class MoeRoutingView(FigureView):
                                         pixel)
 
         load, busiest = out.gpu_load, float(out.gpu_load.max())
-        top = nice_ceiling(max(busiest, 1) * 1.3, FINE_STEPS)
-        if top != self._top:
-            self._top = top
-            self.gpu_plot.getPlotItem().setYRange(0, top, padding=0)
+        self._fit_gpu_top()
         bars = [(g - 0.35, 0, 0.7, float(load[g])) for g in range(GPUS)]
         waits = [(g - 0.35, float(load[g]), 0.7, busiest - float(load[g]))
                  for g in range(GPUS)]

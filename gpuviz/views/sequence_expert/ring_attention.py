@@ -29,7 +29,8 @@ CHUNK_GAP = 0.1  # of a cell, between two chunks
 LABEL_MARGIN = 0.3  # cells between a label and the grid
 BAR_H = 0.6
 EARLIER_ALPHA = 110  # of 255: the faint blue of scores computed in earlier rounds
-BAR_ROOM = 1.5  # the bars' axis runs to 1.5 full blocks: the legend sits past them
+BAR_ROOM = 2.0  # the bars' axis runs to 2 full blocks: the legend sits past them (at
+# 1.5 it covered the ends of full bars on a 1024x768 projector)
 
 
 def _positions(tokens: int) -> np.ndarray:
