@@ -41,13 +41,22 @@ class LayerOpsView(FigureView):
         self.time_labels = [self.label_layer.add(size=12, bold=True, anchor=(0, 0.5))
                             for _ in LAYER_OPS]
         item.addItem(self.label_layer)
-        # The key in the bottom right corner, where the shortest bars leave room.
+        # The key in the bottom right corner, under the last kernel (_fit_rows).
         self.legend = Legend(item, anchor=(1, 1), columns=2)
         self.legend.add_box("compute-bound", theme.color("compute"))
         self.legend.add_box("memory-bound", theme.color("memory"))
         self._ticks: tuple[str, ...] = ()
         self._x_max = 0.0
+        item.getViewBox().sigResized.connect(self._fit_rows)
         self.add_plot(self.plot)
+
+    def _fit_rows(self) -> None:
+        """Room under the last kernel for the key (on a 1024x768 projector it covered
+        that kernel's time)."""
+        n = len(self._ticks)
+        if n:
+            self.plot.getPlotItem().setYRange(
+                -0.6, self.legend.end_with_room(-0.6, n - 0.4), padding=0)
 
     def _on_click(self, index: int) -> None:
         ops = self.model.out.ops
@@ -62,7 +71,7 @@ class LayerOpsView(FigureView):
         if labels != self._ticks:
             self._ticks = labels
             item.getAxis("left").setTicks([[(i, text) for i, text in enumerate(labels)], []])
-            item.setYRange(-0.6, n - 0.4, padding=0)
+            self._fit_rows()
         times = np.array([t.time for t in out.times])
         x_max = nice_ceiling(times.max() * LABEL_ROOM, FINE_STEPS)
         if x_max != self._x_max:
