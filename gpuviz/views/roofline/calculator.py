@@ -61,9 +61,24 @@ class CalculatorView(FigureView):
         gitem.addItem(self.gain_layer)
         self.one_line.set_data([1, 1], [-0.6, 2.6])
         self._gain_max = 0.0
+        gitem.getViewBox().sigResized.connect(self._fit_gains)
         names = ["Faster GPU"] + [w.label for w in self.model.out.what_ifs[1:]]
         gitem.getAxis("left").setTicks([list(enumerate(names)), []])
         self.add_plot(self.gain_plot, 2)
+
+    def _fit_gains(self) -> None:
+        """The speed-up axis long enough for every bar's label past its end, in pixels
+        (on a 1024x768 projector a label flipped into its bar, dark on dark orange)."""
+        gains = [w.speedup for w in self.model.out.what_ifs]
+        width = self.gain_plot.getPlotItem().getViewBox().width()
+        need = max(g / max(1.0 - (label.width + 8) / width, 0.3) if width > 0 else g * 1.3
+                   for g, label in zip(gains, self.gain_labels, strict=True))
+        top_gain = max(SPEEDUP_MIN_AXIS, nice_ceiling(max(need, max(gains) * 1.1),
+                                                      FINE_STEPS))
+        if top_gain != self._gain_max:
+            self._gain_max = top_gain
+            self.gain_plot.getPlotItem().setXRange(0, top_gain, padding=0)
+            self.gain_layer.set_bounds(QRectF(0, -0.6, top_gain, 3.2))
 
     def refresh(self) -> None:
         out = self.model.out
@@ -91,12 +106,6 @@ class CalculatorView(FigureView):
             label.setColor(theme.text_color("highlight" if i == bound_index else "text"))
 
         gains = np.array([w.speedup for w in out.what_ifs])
-        top_gain = max(SPEEDUP_MIN_AXIS, nice_ceiling(gains.max() * 1.3, FINE_STEPS))
-        gitem = self.gain_plot.getPlotItem()
-        if top_gain != self._gain_max:
-            self._gain_max = top_gain
-            gitem.setXRange(0, top_gain, padding=0)
-            self.gain_layer.set_bounds(QRectF(0, -0.6, top_gain, 3.2))
         grects = np.column_stack([np.zeros(3), np.arange(3) - BAR_HEIGHT / 2, gains,
                                   np.full(3, BAR_HEIGHT)])
         self.gain_bars.set_cells(grects, [theme.color(r) for r in WHAT_IF_ROLES])
@@ -107,6 +116,7 @@ class CalculatorView(FigureView):
             # The readouts' precision: "2×" there is "2×" here, not "2.00×".
             label.setText(f" {format_value(w.speedup, '×')}{which} ({time_text(w.time)})")
             label.setPos(float(gains[i]), float(i))
+        self._fit_gains()
 
         g = gpu(self.model.gpu)
         self.steps.setText(
