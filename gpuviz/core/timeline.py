@@ -33,6 +33,7 @@ THIN = 1 / 400  # of the time shown: boxes thinner than this may be drawn as one
 OUTLINED = 1 / 150  # of the time shown, at line factor 1: a thinner box (a few pixels)
 # gets no outline, which would hide its fill (thicker lines, as in the projector look, need
 # wider boxes)
+TIMELINE_TEXT_AIR = 4  # px a box's text leaves free: boxes abut, numbers must not touch
 
 
 class Timeline(QObject):
@@ -52,7 +53,8 @@ class Timeline(QObject):
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.25)
         self.idle = CellGrid()
-        self.boxes = CellGrid(text_size)
+        # Boxes abut: a number needs a few pixels of air, or "1|2|3|4" reads as 1234.
+        self.boxes = CellGrid(text_size, text_air=TIMELINE_TEXT_AIR)
         self.playhead = Segment(pen("highlight", 1.5, Qt.DashLine))
         for part in (self.idle, self.boxes, self.playhead):
             item.addItem(part)

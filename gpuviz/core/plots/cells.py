@@ -39,12 +39,15 @@ class CellGrid(pg.GraphicsObject):
     clicked_at = Signal(QPointF)  # the point clicked in data units, whatever it hit
 
     def __init__(self, font_size: float = 8.0, fit_texts: bool = True,
-                 elide: bool = False) -> None:
+                 elide: bool = False, text_air: float = TEXT_AIR) -> None:
         """fit_texts=False: draw every text even where it overflows its cell (labels
         with no fill beside a grid, whose cells only place them). elide=True: a text too
-        wide for its cell is cut with "…" rather than left out (names, never numbers)."""
+        wide for its cell is cut with "…" rather than left out (names, never numbers).
+        text_air: the pixels a text leaves free across its cell (more for cells that abut,
+        as a timeline's boxes do)."""
         super().__init__()
         self._fit_texts = fit_texts
+        self._text_air = text_air
         self._elide = elide
         self._elided: dict[tuple[str, int], tuple[QStaticText, float] | None] = {}
         self._array = np.zeros((0, 4))
@@ -272,7 +275,7 @@ class CellGrid(pg.GraphicsObject):
         # needs TEXT_AIR beside it, or the numbers of narrow neighbours run together
         # ("12345678" for 9.2's eight forward passes).
         if self._fit_texts:
-            room = np.abs(t.m11() * cells[:, 2]) - TEXT_AIR
+            room = np.abs(t.m11() * cells[:, 2]) - self._text_air
             tall = self._text_sizes[:, 1] <= np.abs(t.m22() * cells[:, 3]) + 2
             fits = ((self._text_sizes[:, 0] <= room) & tall).tolist()
         else:
