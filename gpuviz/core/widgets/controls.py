@@ -207,10 +207,6 @@ class ChoiceButtons(BoundControl):
         super().__init__(model, name, parent)
         self.group = QButtonGroup(self)
         self.group.setExclusive(True)
-        self._restyle()
-        # Qt keeps the font a widget with a style sheet (and its buttons) had when the
-        # sheet was set: set it again when the look (or the lecture scale) changes.
-        theme.look.changed.connect(self._restyle)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.setSpacing(2)
@@ -226,7 +222,10 @@ class ChoiceButtons(BoundControl):
             self.group.addButton(button)
             self.buttons[value] = button
             layout.addWidget(button)
-        self._share_width()
+        self._restyle()
+        # Qt keeps the font a widget with a style sheet (and its buttons) had when the
+        # sheet was set: set it again when the look (or the lecture scale) changes.
+        theme.look.changed.connect(self._restyle)
         self.sync()
 
     def _restyle(self) -> None:
@@ -234,8 +233,7 @@ class ChoiceButtons(BoundControl):
         self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected.name()}; "
                            f"color: {theme.readable_on(selected).name()}; "
                            f"border: 1px solid {selected.name()}; }}")
-        if hasattr(self, "buttons"):
-            self._share_width()  # the font may have changed
+        self._share_width()  # the font may have changed
 
     def set_label(self, value: object, text: str) -> None:
         """A button's text (it may have lines, e.g. a count under the name)."""
