@@ -17,6 +17,7 @@ from gpuviz.models.tensor_pipeline.pipeline import (
     NO_SCHEDULE,
     PIPELINE_CHOICES,
     PipelineModel,
+    textbook_step,
     timed_pipeline,
 )
 
@@ -215,3 +216,17 @@ def test_sweep(pipeline, p, m, v, f, b, steps):
     assert np.all(timed.held_at(model.t) <= timed.peaks)
     assert 0 <= model.t <= timed.step_time * (1 + 1e-12)
     assert len(timed.lanes) == len(timed.schedule.tasks) and timed.lanes.max() == p - 1
+
+
+@given(pipeline=st.sampled_from(["gpipe", "1f1b"]), p=st.integers(2, 8),
+       m=st.integers(1, 32), f=st.sampled_from([0.25, 1.0, 2.5, 4.0]),
+       b=st.sampled_from([0.25, 2.0, 5.0, 8.0]))
+@settings(max_examples=60, deadline=None)
+def test_the_comparison_from_the_closed_forms_is_the_timed_step(pipeline, p, m, f, b):
+    """9.2's comparison (GPipe beside 1F1B, 1F1B beside the rest) is not timed on every
+    change: its closed forms must be what the scheduler gives, at any f and b."""
+    timed = timed_pipeline(pipeline, p, m, f * MS, b * MS)
+    textbook = textbook_step(pipeline, p, m, f * MS, b * MS)
+    assert textbook.step_time == pytest.approx(timed.step_time, rel=1e-12)
+    assert textbook.bubble == pytest.approx(timed.bubble, rel=1e-9)
+    assert textbook.peaks.tolist() == timed.peaks.tolist()

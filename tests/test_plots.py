@@ -260,3 +260,37 @@ def test_a_cell_grid_that_elides_cuts_a_long_name_instead_of_leaving_it_out(qapp
     cut = grid._cut("Attention dropout: Dropout output", 60.0)
     assert cut is not None and cut[0].text().endswith("…") and cut[1] <= 60
     assert grid._cut("Attention", 3.0) is None  # not even a letter: left out
+
+
+def test_narrower_number_forms_keep_the_value():
+    from gpuviz.core.plots.cells import narrower_number
+
+    assert narrower_number("−0.4") == ["-0.4", "-.4"]
+    assert narrower_number("0.25") == [".25"]
+    assert narrower_number("−1.2") == ["-1.2"]
+    assert narrower_number("12") == []
+    assert narrower_number("−∞") == []
+    assert narrower_number("F3") == []
+    for text in ("−0.4", "0.25", "−1.2"):
+        for form in narrower_number(text):
+            assert float(form) == float(text.replace("−", "-"))
+
+
+def test_a_number_too_wide_for_its_cell_is_drawn_narrower_not_left_out(qapp):
+    """4.1's negative scores ("−0.4") were blank in 16 px text on a 1024x768 projector."""
+    from PySide6.QtGui import QFontMetricsF
+
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid, diagram_widget
+
+    theme.apply("dark", qapp)
+    widget, box = diagram_widget()
+    grid = CellGrid(font_size=10)
+    box.addItem(grid)
+    metrics = QFontMetricsF(grid._font)
+    room = (metrics.horizontalAdvance("−0.4") + metrics.horizontalAdvance("-.4")) / 2
+    cut = grid._cut("−0.4", room)
+    assert cut is not None and cut[0].text() in ("-0.4", "-.4") and cut[1] <= room
+    assert grid._cut("−0.4", metrics.horizontalAdvance("-.4") - 1) is None
+    assert grid._cut("12", 1.0) is None
+    widget.close()

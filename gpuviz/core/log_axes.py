@@ -61,18 +61,3 @@ def time_label(exponent: int) -> str:
 def set_time_ticks(axis: pg.AxisItem, low: float, high: float) -> None:
     major = [(float(k), time_label(k)) for k in range(math.ceil(low), math.floor(high) + 1)]
     axis.setTicks([major, []])
-
-
-FINE_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)  # for bars: the longest fills the axis
-
-
-def nice_ceiling(value: float, steps: tuple[float, ...] = (1.0, 2.0, 5.0)) -> float:
-    """The smallest 1, 2 or 5 (or one of `steps`) times a power of ten at or above value
-    (axis limits that move in steps, so the axis does not jitter while a slider moves)."""
-    if not value > 0 or not math.isfinite(value):
-        return 1.0
-    power = 10.0 ** math.floor(math.log10(value))
-    for step in (*steps, 10.0):
-        if step * power >= value * (1 - 1e-12):
-            return step * power
-    return 10.0 * power

@@ -304,6 +304,21 @@ def _scientific(mantissa: str, exponent: int) -> str:
     return f"{signed(mantissa)}×10{superscript(exponent)}"
 
 
+FINE_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)  # for bars: the longest fills the axis
+
+
+def nice_ceiling(value: float, steps: tuple[float, ...] = (1.0, 2.0, 5.0)) -> float:
+    """The smallest 1, 2 or 5 (or one of `steps`) times a power of ten at or above value
+    (axis limits that move in steps, so the axis does not jitter while a slider moves)."""
+    if not value > 0 or not math.isfinite(value):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    for step in (*steps, 10.0):
+        if step * power >= value * (1 - 1e-12):
+            return step * power
+    return 10.0 * power
+
+
 def format_g(value: float, digits: int = 6) -> str:
     """A number as Python's `g` format writes it (at most `digits` significant digits,
     no trailing zeros), but with a true minus sign and ×10ⁿ instead of e+NN."""

@@ -155,8 +155,9 @@ class Schedule:
         unknown = {name for span in spans for name in span} - self._index.keys()
         if unknown:
             raise ValueError(f"unknown tasks {sorted(unknown)}")
-        rise = np.array([self.start[self.index(first)] for first, _ in spans])
-        fall = np.array([self.end[self.index(last)] for _, last in spans])
+        index = self._index
+        rise = self.start[np.fromiter((index[first] for first, _ in spans), int, len(spans))]
+        fall = self.end[np.fromiter((index[last] for _, last in spans), int, len(spans))]
         if np.any(fall < rise):
             bad = int(np.flatnonzero(fall < rise)[0])
             raise ValueError(f"span {spans[bad]} ends before it starts")
@@ -202,13 +203,16 @@ def schedule(tasks: Iterable[Task]) -> Schedule:
         if task.resource in last_on:
             preds[i].append(last_on[task.resource])
         last_on[task.resource] = i
-    start = np.zeros(len(tasks))
-    end = np.zeros(len(tasks))
+    # Python floats in the loop: indexing numpy arrays one element at a time costs more
+    # than the arithmetic (half of 9.2's timing of a 512-task pipeline).
+    start = [0.0] * len(tasks)
+    end = [0.0] * len(tasks)
     for i in _topological_order(preds):
         start[i] = max([tasks[i].release, *(end[p] for p in preds[i])])
         end[i] = start[i] + tasks[i].duration
     resources = tuple(dict.fromkeys(task.resource for task in tasks))
-    return Schedule(tasks, start, end, resources, index)
+    return Schedule(tasks, np.array(start, dtype=float), np.array(end, dtype=float),
+                    resources, index)
 
 
 def schedule_at(tasks: Iterable[Task], start: Sequence[float]) -> Schedule:

@@ -22,7 +22,7 @@ from PySide6.QtGui import QBrush, QColor, QPainter
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from gpuviz import theme
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen
 from gpuviz.core.schedule import Schedule, Task
 

@@ -92,12 +92,13 @@ class Legend(pg.GraphicsObject):
         """Every label drawn, with its font's pixel size (for tests)."""
         return [(label, pixel_size(self._font)) for label in self.labels()]
 
-    def end_with_room(self, low: float, high: float) -> float:
+    def end_with_room(self, low: float, high: float, beyond_px: float = 0.0) -> float:
         """The end of a range from `low` to `high` (data along the legend's side of the
-        view) extended so the legend fits past `high` without covering the data; call it
+        view) extended so the legend fits past `high` without covering the data, nor
+        `beyond_px` pixels drawn past `high` (labels over the tallest bars); call it
         again when the view box is resized (sigResized)."""
         length = self._box.height() if self._anchor[1] in (0, 1) else self._box.width()
-        share = (self._size[1] + 2 * self._offset) / max(length, 1.0)
+        share = (self._size[1] + 2 * self._offset + beyond_px) / max(length, 1.0)
         return low + (high - low) / max(1.0 - share, 0.5)
 
     def _add(self, label: str, kind: str, style: object, opts: dict) -> Legend:

@@ -57,6 +57,15 @@ class GridPlotItem(pg.PlotItem):
         self.grid_changed.emit()
 
 
+def paint_viewport_once(view: pg.GraphicsView) -> None:
+    """The view's background (an opaque colour, cached) covers its whole viewport, so Qt
+    need not fill the viewport with its palette first: at device pixel ratio 2 that fill
+    wrote every pixel of the plot once more per repaint."""
+    viewport = view.viewport()
+    viewport.setAutoFillBackground(False)
+    viewport.setAttribute(Qt.WA_OpaquePaintEvent)
+
+
 class GridPlotWidget(pg.PlotWidget):
     """A PlotWidget that paints its grid into the view's cached background.
 
@@ -82,6 +91,7 @@ class GridPlotWidget(pg.PlotWidget):
         box.geometryChanged.connect(self._redraw_background)  # e.g. wider tick labels
         for name in item.grid:
             item.getAxis(name).ticks_set.connect(self._redraw_grid)
+        paint_viewport_once(self)
 
     def _redraw_background(self) -> None:
         self.resetCachedContent()
@@ -259,6 +269,7 @@ def diagram_widget() -> tuple[pg.GraphicsLayoutWidget, pg.ViewBox]:
     """A canvas for diagrams (grids, timelines): no axes, y grows downwards, no mouse."""
     _apply_theme_defaults()
     widget = pg.GraphicsLayoutWidget()
+    paint_viewport_once(widget)
     widget.ci.setContentsMargins(4, 4, 4, 4)
     box = widget.addViewBox()
     box.setMouseEnabled(x=False, y=False)

@@ -34,7 +34,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, plural, time_readout
+from gpuviz.core.model import (
+    FINE_STEPS,
+    FigureModel,
+    Parameter,
+    Readout,
+    nice_ceiling,
+    plural,
+    time_readout,
+)
 from gpuviz.core.schedule import Schedule, Task, schedule_at
 from gpuviz.core.trace import Lane, Trace
 from gpuviz.data import cache_by_key
@@ -54,7 +62,7 @@ MODES = (("one_piece", "One piece"), ("chunked", "Chunked prefill"),
          ("disaggregated", "Disaggregated prefill"))
 LINKS = (("nvlink", "NVLink"), ("network", "Network"))
 BEFORE = 4  # decode steps shown before the prompt arrives
-AFTER = 4  # decode steps shown after the latest mode is done
+AFTER = 4  # decode steps shown after the latest mode is done, at least
 MAX_CHUNKS = 256
 MAX_DECODE_BOXES = 200
 DECODE_GPU, PREFILL_GPU, LINK = "decode GPU", "prefill GPU", "KV link"
@@ -216,7 +224,9 @@ class LongPromptModel(FigureModel):
         arrival = BEFORE * d
         done = {"one_piece": mixed(total), "chunked": sum(map(mixed, chunk_flops)),
                 "disaggregated": prefill_time + transfer}
-        horizon = arrival + max(done.values()) + AFTER * d
+        # The time shown ends at a round number (the decode steps go on to it): a limit
+        # that follows every slider re-laid the axes and the grid on every change.
+        horizon = nice_ceiling(arrival + max(done.values()) + AFTER * d, FINE_STEPS)
 
         timeline = DecodeTimeline(d, math.ceil((horizon - arrival) / d) + BEFORE)
         timeline.decode(BEFORE)

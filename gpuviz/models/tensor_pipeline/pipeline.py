@@ -15,7 +15,10 @@ What the figure reads from the timed schedule, beside the textbook forms:
     stash         micro-batches a stage holds, from a forward's start to its backward's
                   end (`Schedule.level`); a chunk counts 1/v. Peaks: m on every stage for
                   GPipe, min(m, p − i) on stage i for 1F1B and ZB-H1
-    beside it     the same step as 1F1B (or, for 1F1B itself, as GPipe), also timed
+    beside it     the same step as 1F1B (or, for 1F1B itself, as GPipe), from the
+                  closed forms above, which the tests check against the scheduler for
+                  every p ≤ 8 and m ≤ 32 (timing it too doubled a change's cost: 2.3 ms
+                  for p = 8, m = 32)
 
 Left out: the time of the messages between stages, stages of unequal cost, the optimizer
 step.
@@ -33,6 +36,7 @@ from gpuviz.core.schedule import Schedule, schedule
 from gpuviz.core.trace import Lane, Trace
 from gpuviz.models.tensor_pipeline.schedules import (
     bubble_share,
+    peak_stash,
     pipeline_tasks,
     stage_lane,
     stash,
@@ -119,13 +123,34 @@ def timed_pipeline(pipeline: str, stages: int, micro_batches: int, forward: floa
 
 
 @dataclass(frozen=True)
+class Textbook:
+    """GPipe's or 1F1B's step from the closed forms: (m + p − 1)(f + b) long, every stage
+    idle (p − 1)(f + b) of it, stage i holding at most m (GPipe) or min(m, p − i) (1F1B)
+    micro-batches."""
+
+    pipeline: str
+    step_time: float
+    bubble: float
+    peaks: np.ndarray
+
+
+def textbook_step(pipeline: str, stages: int, micro_batches: int, forward: float,
+                  backward: float) -> Textbook:
+    """GPipe's or 1F1B's step (pipeline "gpipe" or "1f1b") without the scheduler."""
+    p, m = stages, micro_batches
+    return Textbook(pipeline, (m + p - 1) * (forward + backward),
+                    bubble_share(pipeline, p, m),
+                    np.array([float(peak_stash(pipeline, p, m, i)) for i in range(p)]))
+
+
+@dataclass(frozen=True)
 class PipelineOut:
     pipeline: str
     stages: int
     micro_batches: int
     chunks: int  # v as drawn: 1 except for the interleaved schedule
     timed: Timed | None  # None: interleaving with m not a multiple of p
-    beside: Timed  # 1F1B (GPipe when the pipeline is 1F1B), for comparison
+    beside: Textbook  # 1F1B (GPipe when the pipeline is 1F1B), for comparison
     formula: float | None  # the textbook bubble share; None where it does not hold
 
     @property
@@ -161,7 +186,7 @@ class PipelineModel(PlayheadModel):
         v = self.chunks if pipeline == "interleaved" else 1
         valid = v == 1 or m % p == 0
         timed = timed_pipeline(pipeline, p, m, f, b, v) if valid else None
-        beside = timed_pipeline("gpipe" if pipeline == "1f1b" else "1f1b", p, m, f, b)
+        beside = textbook_step("gpipe" if pipeline == "1f1b" else "1f1b", p, m, f, b)
         formula = bubble_share(pipeline, p, m, v)
         if not valid or (pipeline == "zb_h1" and not (np.isclose(b, 2 * f) and m >= p)):
             formula = None

@@ -8,8 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.data_parallel import GB, STAGE_NAMES, STAGES
@@ -18,14 +17,13 @@ BAR_WIDTH = 0.6
 PARTS = (("weights", "compute", "weights (16-bit)"),
          ("gradients", "onchip", "gradients (16-bit)"),
          ("optimizer", "idle", "optimizer states (fp32)"))
-RIGHT_ROOM = 1.1  # categories of room right of the bars for the memory line's label
 TALLEST = 3.0  # the state axis stops at this many GPU memories: taller bars are cut
 
 
-def _category_plot(y_label: str, right_room: float = 0.0):  # noqa: ANN202
+def _category_plot(y_label: str):  # noqa: ANN202
     plot = plot_widget("", y_label)
     item = plot.getPlotItem()
-    item.setXRange(-0.5, len(STAGES) - 0.5 + right_room, padding=0.02)
+    item.setXRange(-0.5, len(STAGES) - 0.5, padding=0.02)
     # "ZeRO-3" on the axis (FSDP is named in the readouts and the caption).
     item.getAxis("bottom").setTicks([[(i, STAGE_NAMES[s].split(" /")[0])
                                       for i, s in enumerate(STAGES)], []])
@@ -41,24 +39,28 @@ class ZeroStagesView(FigureView):
 
         # Left the memory each GPU keeps, right what it sends (side by side, as the
         # caption reads them).
-        self.states_plot = _category_plot("Model states per GPU (GB)", RIGHT_ROOM)
+        self.states_plot = _category_plot("Model states per GPU (GB)")
         item = self.states_plot.getPlotItem()
         self.state_bars = CellGrid()
         item.addItem(self.state_bars)
         self.memory_line = Segment(pen("highlight", 2.0, Qt.DashLine))
         item.addItem(self.memory_line)
-        self.state_labels = TextLayer(QRectF(-0.5, 0, len(STAGES) + RIGHT_ROOM, 1),
+        self.state_labels = TextLayer(QRectF(-0.5, 0, len(STAGES), 1),
                                       keep_inside=True)
         self.state_totals = [self.state_labels.add(role="text", size=10, bold=True,
                                                    anchor=(0.5, 1)) for _ in STAGES]
-        self.memory_label = self.state_labels.add(role="highlight", size=9,
-                                                  anchor=(0, 0.5))
+        # The line's value over its right end, above the last bar (ZeRO-3, the one that
+        # fits first); the legend names the line.
+        self.memory_label = self.state_labels.add(role="highlight", size=9, bold=True,
+                                                  anchor=(1, 1))
         item.addItem(self.state_labels)
         legend = Legend(item, anchor=(0, 0))
+        self.legend = legend
         # Violet here is the optimizer's memory, not idle hardware: no hatching. Top down,
         # as the parts are stacked (the order tells them apart in greyscale too).
         for _, role, text in reversed(PARTS):
             legend.add_box(text, theme.color(role), hatch=False)
+        legend.add_line("GPU memory", self.memory_line.pen())
 
         self.sent_plot = _category_plot("Sent per GPU per step (GB)")
         sitem = self.sent_plot.getPlotItem()
@@ -77,13 +79,24 @@ class ZeroStagesView(FigureView):
         row.addWidget(self.sent_plot, 2)
         self.add_plot(pair)
         self._ranges: dict[str, float] = {}
+        self._states_top = 0.0  # where the state bars are cut, below the legend's band
+        item.getViewBox().sigResized.connect(self._fit_states)
 
     def _set_top(self, name: str, plot, layer: TextLayer, top: float,  # noqa: ANN001
                  width: float) -> None:
-        if self._ranges.get(name) != top:
-            self._ranges[name] = top
+        if self._ranges.get(name) != (top, width):
+            self._ranges[name] = (top, width)
             plot.getPlotItem().setYRange(0, top, padding=0)
             layer.set_bounds(QRectF(-0.5, 0, width, top))
+
+    def _fit_states(self) -> None:
+        """The state axis ends past the bars and their labels by the legend's height, so
+        the legend covers none of them (a cut bar's label had been under it)."""
+        if self._states_top:
+            self._set_top("states", self.states_plot, self.state_labels,
+                          self.legend.end_with_room(0.0, self._states_top,
+                                                    self.state_totals[0].height),
+                          len(STAGES))
 
     def refresh(self) -> None:
         out = self.model.out
@@ -93,8 +106,8 @@ class ZeroStagesView(FigureView):
         # a few GPU memories and a taller bar is cut, its label saying how tall it is.
         top = nice_ceiling(max(min(totals.max(), TALLEST * memory), memory) * 1.15,
                            FINE_STEPS)
-        self._set_top("states", self.states_plot, self.state_labels, top,
-                      len(STAGES) + RIGHT_ROOM)
+        self._states_top = top
+        self._fit_states()
         rects, fills = [], []
         for i, states in enumerate(out.states):
             bottom = 0.0
@@ -115,8 +128,8 @@ class ZeroStagesView(FigureView):
         box = self.states_plot.getPlotItem().getViewBox()
         self.memory_line.set_line(-0.5, memory, len(STAGES) - 0.5, memory,
                                   box.viewPixelSize())
-        self.memory_label.setText(f"GPU memory\n{format_value(memory, 'GB')}")
-        self.memory_label.setPos(len(STAGES) - 0.45, memory)
+        self.memory_label.setText(format_value(memory, "GB"))
+        self.memory_label.setPos(len(STAGES) - 0.5, memory)
 
         sent = np.array(out.sent) / GB
         self._set_top("sent", self.sent_plot, self.sent_labels,

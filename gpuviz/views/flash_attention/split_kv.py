@@ -8,8 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
-from gpuviz.core.model import format_value, plural
+from gpuviz.core.model import format_value, nice_ceiling, plural
 from gpuviz.core.plots import (
     CellGrid,
     Dots,

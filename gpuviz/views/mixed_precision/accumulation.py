@@ -8,8 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import superscript
+from gpuviz.core.model import FINE_STEPS, nice_ceiling, superscript
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.mixed_precision import value_text

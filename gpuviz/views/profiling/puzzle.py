@@ -7,8 +7,7 @@ from PySide6.QtWidgets import QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import nice_ceiling
-from gpuviz.core.model import time_text
+from gpuviz.core.model import nice_ceiling, time_text
 from gpuviz.core.plots import Segment, opaque_blend, pen, plot_widget, text_item
 from gpuviz.core.schedule import Task
 from gpuviz.core.timeline import Timeline

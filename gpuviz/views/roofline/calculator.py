@@ -7,8 +7,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value, si_text, time_text
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, si_text, time_text
 from gpuviz.core.plots import CellGrid, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel

@@ -7,8 +7,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import time_text
+from gpuviz.core.model import FINE_STEPS, nice_ceiling, time_text
 from gpuviz.core.plots import CellGrid, Legend, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.roofline import COMPUTE, LAYER_OPS

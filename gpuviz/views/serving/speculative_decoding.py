@@ -9,8 +9,7 @@ from PySide6.QtWidgets import QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling
 from gpuviz.core.plots import (
     CellGrid,
     Dots,

@@ -8,8 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value, plural
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, plural
 from gpuviz.core.plots import CellGrid, Legend, Segment, diagram_widget, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.memory import GB

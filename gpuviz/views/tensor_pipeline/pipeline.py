@@ -8,8 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
-from gpuviz.core.model import format_value, plural, time_text
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, plural, time_text
 from gpuviz.core.plots import CellGrid, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.timeline import BOX_HEIGHT, Timeline

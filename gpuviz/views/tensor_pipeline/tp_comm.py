@@ -9,8 +9,8 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling, set_log_ticks
-from gpuviz.core.model import format_value, time_text
+from gpuviz.core.log_axes import set_log_ticks
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, time_text
 from gpuviz.core.plots import CellGrid, Dots, Legend, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal

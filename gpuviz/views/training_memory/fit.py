@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QLabel
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.log_axes import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.core.widgets import TextTable

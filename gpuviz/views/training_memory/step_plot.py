@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from gpuviz import theme
-from gpuviz.core.log_axes import nice_ceiling
+from gpuviz.core.model import nice_ceiling
 from gpuviz.core.plots import CellGrid, Curve, Dots, Legend, Segment, brush, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models import memory as mem
