@@ -98,8 +98,12 @@ def summary(series: dict, laps: dict, warmup_s: float | None) -> dict:
 
     rss_slope = slope("rss_mb")
     max_rss = max(series["rss_mb"], default=0.0)
+    lap_after = [(t, value) for t, value in zip(laps["t_s"], laps["malloc_mb"], strict=True)
+                 if warmup_s is not None and t >= warmup_s and value is not None]
+    lap_slope = slope_mb_per_h([t for t, _ in lap_after], [v for _, v in lap_after])
     return {"warmup_s": warmup_s, "samples_after_warmup": len(after),
             "slope_mb_per_h": rss_slope, "malloc_slope_mb_per_h": slope("malloc_mb"),
+            "malloc_slope_per_lap_mb_per_h": None if lap_slope is None else round(lap_slope, 2),
             "qobjects_first_last_after_warmup":
                 [series["qobjects"][after[0]], series["qobjects"][after[-1]]] if after else None,
             "qobjects_per_lap_after_warmup": [count for t, count in zip(
@@ -124,7 +128,9 @@ def run_child(options: dict) -> int:
     started = time.monotonic()
     series: dict[str, list] = {"t_s": [], "rss_mb": [], "malloc_mb": [], "qobjects": [],
                                "figure": []}
-    laps: dict[str, list] = {"t_s": [], "qobjects": []}  # kiosk: at its first figure
+    # A kiosk also samples at its first figure, once a lap: the same figure and pages each
+    # time, so these series are free of the differences between figures.
+    laps: dict[str, list] = {"t_s": [], "qobjects": [], "malloc_mb": []}
     shown: set[str] = set()
     state = {"warmup_s": None, "window": None}
     result = {"mode": "present" if options["present"] else "kiosk", "options": options,
@@ -158,6 +164,8 @@ def run_child(options: dict) -> int:
         if kiosk is not None and state["window"].current == kiosk.config.first:
             laps["t_s"].append(round(time.monotonic() - started, 1))
             laps["qobjects"].append(live_qobjects().total())
+            laps["malloc_mb"].append(round(malloc_in_use_mb() or 0.0, 3) or None)
+            print(f"  lap {len(laps['t_s'])}: malloc {laps['malloc_mb'][-1]} MB", flush=True)
 
     def write() -> None:
         result.update(summary(series, laps, state["warmup_s"]))
