@@ -152,7 +152,7 @@ LESSONS: tuple[Lesson, ...] = (
             "3.2", "tiling", "Tiled matmul: how often each element leaves HBM",
             "Each step copies one tile of A and one of B (yellow outlines) from HBM to "
             "shared memory, multiplies them and accumulates the result in the C tile that "
-            "stays on chip (yellow). The numbers count "
+            "stays on chip (yellow). The numbers (in every cell with room for one) count "
             "HBM reads of every element over the whole kernel. <i>Try this:</i> press Next "
             "step a few times, then Jump to end: with N = 8 and T = 2 each element was "
             "read 4 times. Double T and count again. Then slide the full-size tile until "
@@ -162,7 +162,8 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "3.3", "coalescing", "Coalescing: the sectors one warp fetches",
             "Memory as rows of 4-byte elements grouped into 32-byte sectors. The solid "
-            "boxes are what the 32 threads of a warp asked for (numbered by thread); a "
+            "boxes are what the 32 threads of a warp asked for (numbered by thread where "
+            "the boxes have room); a "
             "framed group is a sector the hardware had to fetch, pale hatched boxes are "
             "bytes fetched for nothing. <i>Try this:</i> raise the stride from 1 to 8 and watch "
             "the efficiency fall. Then compare the contiguous row with the one that starts "

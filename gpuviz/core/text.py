@@ -198,13 +198,14 @@ class LayerLabel:
     collector long after Qt deleted the page (issue 36)."""
 
     __slots__ = ("_layer", "text", "x", "y", "anchor", "color", "font", "metrics", "visible",
-                 "lines", "width", "height", "size", "bold", "mono", "give_way")
+                 "lines", "width", "height", "size", "bold", "mono", "give_way", "plate")
 
     def __init__(self, layer: TextLayer, text: str, color: QColor, size: float, bold: bool,
                  anchor: tuple[float, float], mono: bool = False,
-                 give_way: bool = False) -> None:
+                 give_way: bool = False, plate: bool = False) -> None:
         self._layer = weakref.ref(layer)
         self.give_way = give_way
+        self.plate = plate
         self.text = text
         self.x = self.y = 0.0
         self.anchor = (float(anchor[0]), float(anchor[1]))
@@ -275,6 +276,8 @@ class LayerLabel:
 
 
 GIVE_WAY_GAP = 4  # px: a label that gives way keeps this far from the others, sideways
+PLATE_MARGIN = 2  # px of a label's plate beside its text
+PLATE_ALPHA = 220  # of 255: the marks under a plate still show, faintly
 
 
 class TextLayer(pg.GraphicsObject):
@@ -300,12 +303,14 @@ class TextLayer(pg.GraphicsObject):
 
     def add(self, text: str = "", role: str = "text", size: float = 10, bold: bool = False,
             anchor: tuple[float, float] = (0, 0), mono: bool = False,
-            give_way: bool = False) -> LayerLabel:
+            give_way: bool = False, plate: bool = False) -> LayerLabel:
         """A label; `mono` in a fixed-width font (source code). `give_way`: left out where
         it would touch a label of the layer drawn before it (a row of numbers that would run
-        together on a small screen: every other one shows)."""
+        together on a small screen: every other one shows). `plate`: on a plate of the
+        background colour, for a label that may lie over thin marks (7.4's NVLink steps
+        on a small projector)."""
         label = LayerLabel(self, text, theme.text_color(role), size, bold, anchor, mono,
-                           give_way)
+                           give_way, plate)
         self.labels.append(label)
         self.update()
         return label
@@ -418,6 +423,11 @@ class TextLayer(pg.GraphicsObject):
             if label.font is not font:
                 font = label.font
                 painter.setFont(font)
+            if label.plate:
+                painter.fillRect(QRectF(drawn[0] - PLATE_MARGIN, drawn[1],
+                                        drawn[2] - drawn[0] + 2 * PLATE_MARGIN,
+                                        drawn[3] - drawn[1]),
+                                 theme.color("background", PLATE_ALPHA))
             painter.setPen(label.color)
             line_height = label.metrics.height()
             for i, static in enumerate(label.lines):  # lines aligned as the anchor says

@@ -112,7 +112,9 @@ class RooflineView(FigureView):
         self.memory_label = self.labels.add(role="memory", size=10, bold=True)
         self.compute_label = self.labels.add(role="compute", size=10, bold=True)
         self.ridge_label = self.labels.add(role="text", size=9)
-        self.op_labels = [self.labels.add(op.label, size=9) for op in named_ops()]
+        # On plates: where the plot is too crowded for a clear place (a small projector),
+        # a label crosses a dashed roof and must still read.
+        self.op_labels = [self.labels.add(op.label, size=9, plate=True) for op in named_ops()]
         # Each dashed roof carries its GPU's name at its right end.
         self.other_labels = {key: self.labels.add(g.short_name, role="neutral", size=8)
                              for key, g in load_gpus().items()}
