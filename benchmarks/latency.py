@@ -17,6 +17,9 @@ it there).
 --pixels also counts the device pixels repainted per change (Mpx/chg: every widget's
 paint region, in a second, untimed sweep), which load does not change: back a claim
 about speed with it.
+A figure during whose sweep the machine slowed down (the reference workload after it
+took over 1.2 times its fastest time in the run so far) is measured again, up to three
+times, and the run with the fastest reference kept; the output names those figures.
 Animated figures play for a while under the app clock and report frames per second.
 Cold start is the wall time from spawning a fresh Python process to a painted main window
 (and to its first figure built).
@@ -49,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SWEEP_POINTS = 24
+SLOW_FACTOR, RUNS_WHEN_SLOW = 1.2, 3  # see measure_steadily
 PLAY_SECONDS = 1.5
 STARTUP_RUNS = 5
 BUDGET_P95_MS, BUDGET_FPS, BUDGET_STARTUP_S = 8.0, 60.0, 1.0
@@ -184,6 +188,27 @@ def measure_figure(spec, app, size=(1280, 800),  # noqa: ANN001
             "p95_ms": round(percentile(samples, 0.95), 2) if samples else None,
             "cpu_p95_ms": round(percentile(cpu_samples, 0.95), 2) if samples else None,
             "samples": len(samples), "fps": fps, "mpx_per_change": repainted}
+
+
+def measure_steadily(spec, app, size: tuple[int, int], pixels: bool,  # noqa: ANN001
+                     baseline_ms: float) -> dict[str, float | None]:
+    """measure_figure, again (up to RUNS_WHEN_SLOW runs) when the reference workload
+    right after it took over SLOW_FACTOR times `baseline_ms` (the fastest of the run so
+    far): on a
+    shared virtual machine the host can halve the speed for minutes, which says nothing
+    about the figure. The run with the fastest reference afterwards is kept, and the row
+    tells how many runs there were and that reference."""
+    best = None
+    for run in range(1, RUNS_WHEN_SLOW + 1):
+        row = measure_figure(spec, app, size, pixels)
+        row["reference_ms"] = reference_ms()
+        row["runs"] = run
+        if best is None or row["reference_ms"] < best["reference_ms"]:
+            best = {**row}
+        best["runs"] = run
+        if row["reference_ms"] <= SLOW_FACTOR * baseline_ms:
+            break
+    return best
 
 
 def measure_fps(page, model, app) -> float:  # noqa: ANN001
@@ -464,14 +489,16 @@ def measure_screens(figures: str | None) -> int:
                 row["fps"] is None or row["fps"] >= BUDGET_FPS - 2)
             over += not ok
             fps = "" if row["fps"] is None else f" ({row['fps']:.0f})"
-            cells.append(f"{row['p95_ms']}{fps}{'' if ok else ' !'}")
+            again = "*" if row.get("runs", 1) > 1 else ""
+            cells.append(f"{row['p95_ms']}{fps}{again}{'' if ok else ' !'}")
         print(f"{number:<8}" + "".join(f"{cell:>{width}}" for cell in cells))
     print(f"{'budget':<8}" + "".join(f"{budgets[name]:>{width}.1f}" for name in runs))
     references = [f"{run['reference_ms_before']:.2f} / {run['reference_ms_after']:.2f}"
                   for run in runs.values()]
     print(f"{'ref ms':<8}" + "".join(f"{cell:>{width}}" for cell in references))
     print("ref ms: the reference workload before / after each run (lower is faster); "
-          f"! marks a figure over budget ({over} of {len(numbers) * len(runs)})")
+          f"! marks a figure over budget ({over} of {len(numbers) * len(runs)}); * one "
+          "measured again, the machine having slowed down during its first run")
     return 0
 
 
@@ -531,10 +558,16 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {"reference_ms_before": reference_ms()}
     if not args.no_startup:
         results.update(measure_startup())
-    figures = ({} if args.no_latency else
-               {spec.number: measure_figure(spec, app, args.size, args.pixels)
-                for spec in specs})
+    figures: dict[str, dict] = {}
+    fastest = results["reference_ms_before"]  # the machine's speed when least disturbed
+    for spec in [] if args.no_latency else specs:
+        figures[spec.number] = measure_steadily(spec, app, args.size, args.pixels, fastest)
+        fastest = min(fastest, figures[spec.number]["reference_ms"])
     results["figures"] = figures
+    again = [number for number, row in figures.items() if row["runs"] > 1]
+    if again:
+        print(f"measured again, the machine having slowed down during the first run: "
+              f"{', '.join(again)}")
     results["reference_ms_after"] = reference_ms()
 
     print(f"{args.theme} look, {args.size[0]}x{args.size[1]} at device pixel ratio "
