@@ -328,3 +328,72 @@ def test_the_kiosk_starts_and_starts_over_at_its_step(themed, qtbot, lesson_one,
     qtbot.mouseClick(Kiosk.of(window).countdown.start_over, Qt.LeftButton)
     assert window.current == "1.2" and model.current_step == 3
     shut(window)
+
+
+def test_buttons_share_the_application_palette_so_rebuilt_pages_leave_nothing(themed, qtbot):
+    """Issue 36: under our palette Qt gives every widget a copy with its own key, and
+    Fusion keys the pixmaps of button panels, combo and spin boxes by it; each new one
+    left 270-900 bytes for good (4 MB an hour of a kiosk rebuilding its figures). The
+    style draws them with the application's palette where the colours are the same."""
+    import ctypes
+
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import (
+        QComboBox,
+        QPushButton,
+        QSpinBox,
+        QStyleOptionButton,
+        QVBoxLayout,
+        QWidget,
+    )
+
+    from gpuviz.theme import _with_shared_palette
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    layout = QVBoxLayout(host)
+    host.show()
+    button = QPushButton("Press")
+    layout.addWidget(button)
+    option = QStyleOptionButton()
+    option.initFrom(button)
+    assert option.palette.cacheKey() != QApplication.palette().cacheKey()
+    option.palette.setCurrentColorGroup(QPalette.Disabled)
+    shared = _with_shared_palette(option)
+    assert shared.palette.cacheKey() == QApplication.palette().cacheKey()
+    assert shared.palette.currentColorGroup() == QPalette.Disabled
+    assert shared.rect == option.rect and shared.state == option.state
+    own = QPalette(button.palette())
+    own.setColor(QPalette.Button, Qt.red)  # a widget of its own colours keeps them
+    button.setPalette(own)
+    option.initFrom(button)
+    assert _with_shared_palette(option) is option
+
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        pytest.skip("no glibc mallinfo2 to count the bytes in use")
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost")]
+
+    mallinfo2.restype = MallInfo2
+
+    def build_and_drop(count: int) -> None:
+        for _ in range(count):
+            for widget in (QPushButton("Press"), QComboBox(), QSpinBox()):
+                layout.addWidget(widget)
+                QApplication.processEvents()  # shown, laid out, painted
+                widget.deleteLater()
+            QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+
+    build_and_drop(100)  # the caches the first ones fill
+    gc.collect()
+    before = mallinfo2().uordblks
+    build_and_drop(400)
+    gc.collect()
+    grown = mallinfo2().uordblks - before
+    # About 2,000 bytes a triple without the shared palette; heap bookkeeping adds ~100 KB.
+    assert grown < 400 * 600, f"{grown / 400:.0f} bytes left per button, combo and spin box"

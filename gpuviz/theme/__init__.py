@@ -295,7 +295,19 @@ def fit_to(width: int, height: int) -> bool:
 class _ScaledStyle(QProxyStyle):
     """The platform style with check boxes, radio buttons and slider handles
     as much larger than the style's own as the text is (a 24 px font beside a 13 px box
-    is hard to hit and to see in a lecture hall)."""
+    is hard to hit and to see in a lecture hall).
+
+    It also draws button panels, combo boxes and spin boxes with the application's own
+    palette where a widget's has the same colours. Under a palette of our own Qt gives
+    every widget a copy of it with a key of its own, and Fusion keys the pixmaps it
+    draws those panels into by that key: each new button left about 270 bytes behind
+    for good, a combo box 800, a spin box 900 (measured), so a kiosk that rebuilds its
+    figures all day grew by about 4 MB an hour (issue 36). Sharing the application's
+    palette, the same panels share their pixmaps."""
+
+    SHARED_PALETTE_PRIMITIVES = frozenset({QStyle.PE_PanelButtonCommand,
+                                           QStyle.PE_PanelButtonTool})
+    SHARED_PALETTE_CONTROLS = frozenset({QStyle.CC_ComboBox, QStyle.CC_SpinBox})
 
     SCALED = frozenset({
         QStyle.PM_IndicatorWidth, QStyle.PM_IndicatorHeight,
@@ -313,6 +325,30 @@ class _ScaledStyle(QProxyStyle):
         if self.factor > 1.0 and metric in self.SCALED:
             return round(value * self.factor)
         return value
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:  # noqa: ANN001, N802
+        if element in self.SHARED_PALETTE_PRIMITIVES:
+            option = _with_shared_palette(option)
+        super().drawPrimitive(element, option, painter, widget)
+
+    def drawComplexControl(self, control, option, painter, widget=None) -> None:  # noqa: ANN001, N802
+        if control in self.SHARED_PALETTE_CONTROLS:
+            option = _with_shared_palette(option)
+        super().drawComplexControl(control, option, painter, widget)
+
+
+def _with_shared_palette(option):  # noqa: ANN001, ANN202 - a QStyleOption subclass
+    """`option` with the application's palette (its colour group kept) when its own has
+    the same colours under another key; else `option` itself."""
+    shared = QApplication.palette()
+    own = option.palette
+    if own.cacheKey() == shared.cacheKey() or own != shared:
+        return option
+    copy = type(option)(option)
+    palette = QPalette(shared)  # the same key: a copy shares the palette's data
+    palette.setCurrentColorGroup(own.currentColorGroup())
+    copy.palette = palette
+    return copy
 
 
 def _apply_font(app: QApplication | None) -> None:
