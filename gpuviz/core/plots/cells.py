@@ -193,9 +193,8 @@ class CellGrid(pg.GraphicsObject):
         static = self._prepare_texts({texts[i] for i in rows})
         entries = [static[texts[i]] for i in rows]
         self._text_list = [entry[0] for entry in entries]
-        # Numbers that have a narrower form (narrower_number), found with plain string
-        # tests: a timeline's hundreds of labels are checked on every change.
-        self._narrowable = [texts[i][0] == "−" or texts[i][:2] == "0." for i in rows]
+        # A timeline's hundreds of labels are checked on every change: string tests only.
+        self._narrowable = [_may_narrow(texts[i]) for i in rows]
         self._text_sizes = np.array([entry[1:] for entry in entries],
                                     dtype=float).reshape(-1, 2)
         lines = [i for i, text in enumerate(texts) if "\n" in text] if multiline else []
@@ -357,11 +356,17 @@ class CellGrid(pg.GraphicsObject):
 _NUMBER = re.compile(r"[−-]?\d")
 
 
+def _may_narrow(text: str) -> bool:
+    """Whether `text` can have a narrower form (narrower_number): a minus sign or a zero
+    before the point."""
+    return text[:1] in ("−", "-") or text[:2] == "0."
+
+
 def narrower_number(text: str) -> list[str]:
     """Narrower ways to write the number `text`, widest first: a hyphen for the minus
     sign (U+2212 is as wide as a digit and a half), then without the zero before the
     point ("−0.4" → "-0.4" → "-.4"). Empty for a text that is not a number."""
-    if not _NUMBER.match(text):
+    if not (_may_narrow(text) and _NUMBER.match(text)):
         return []
     forms = []
     if text.startswith("−"):
