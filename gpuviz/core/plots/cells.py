@@ -119,7 +119,6 @@ class CellGrid(pg.GraphicsObject):
                 self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
             else:
                 self._bounds = QRectF()
-        self._fill_groups = _group(self._array, fills)
         if hatch is None:
             idle = theme.color("idle").rgb()
             hatch = [fill is not None and fill.rgb() == idle for fill in fills]
@@ -127,6 +126,11 @@ class CellGrid(pg.GraphicsObject):
         for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
             if on and fill is not None:
                 hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
+        # An opaque fill's hatch brush holds the fill (hatch_brush): filling those cells
+        # first would write their pixels twice (timelines are mostly idle at times).
+        self._fill_groups = _group(self._array, [
+            None if on and fill is not None and fill.alpha() == 255 else fill
+            for fill, on in zip(fills, hatch, strict=True)])
         self._hatch_groups = [(fill, hatch_ink, self._array[rows])
                               for fill, rows in hatched.values()]
         outline_groups = _group(self._array, outlines) if outlines is not None else []

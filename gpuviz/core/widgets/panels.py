@@ -45,6 +45,9 @@ class TextPanel(QFrame):
         self._lines, self._margin = lines, margin
         self._fit_font()
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        # It fills its own background, so Qt takes it for opaque: a new text repaints
+        # the panel alone, not the page and the figure beneath it as well.
+        self.setAutoFillBackground(True)
         self._text = ""
 
     def _fit_font(self) -> None:
