@@ -167,6 +167,57 @@ def test_hatch_brush_is_drawn_at_the_device_pixel_ratio_with_an_opaque_fill_in_i
 
 
 
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+@pytest.mark.parametrize("alpha", [255, 100])
+def test_hatched_cells_are_the_pixels_of_a_fill_with_the_hatch_brush(qapp, ratio, alpha):
+    """CellGrid copies hatching from a sheet (fast at any ratio); the pixels must be those
+    of a fill with the hatch brush, cells at fractional positions included (edges half
+    way between two pixels are left out: which pixel Qt takes there is rounding noise)."""
+    import numpy as np
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QTransform
+
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid, hatch_brush
+
+    theme.apply("dark", qapp)
+    fill = theme.color("idle", alpha)
+    rects = np.array([[3.31 + 41.7 * i, 2.63 + 23.47 * j, 37.15 + i, 19.71] for i in range(6)
+                      for j in range(3)])
+    # A view scaling data by (1.5, -2) and moving it, as a plot's does.
+    transform = QTransform(1.5, 0, 0, -2.0, 4.25, 160.5)
+
+    def canvas() -> QImage:
+        image = QImage(int(400 * ratio), int(200 * ratio), QImage.Format_RGB32)
+        image.setDevicePixelRatio(ratio)
+        image.fill(0xFF202020)
+        return image
+
+    grid = CellGrid()
+    grid.set_cells(rects, [fill] * len(rects), hatch=[True] * len(rects))
+    drawn = canvas()
+    painter = QPainter(drawn)
+    painter.setTransform(transform)
+    grid.paint(painter)
+    painter.end()
+
+    expected = canvas()
+    painter = QPainter(expected)
+    painter.setTransform(transform)
+    if alpha != 255:  # an opaque fill is in the hatch brush; a translucent one goes first
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(fill)
+        for x, y, w, h in rects:
+            painter.drawRect(QRectF(x, y, w, h))
+    painter.resetTransform()
+    painter.setPen(Qt.NoPen)
+    painter.setBrush(hatch_brush(fill, None, ratio))
+    for x, y, w, h in rects:
+        painter.drawRect(transform.mapRect(QRectF(x, y, w, h)))
+    painter.end()
+    assert drawn == expected
+
+
 def test_legend_labels_after_a_hatched_swatch_are_drawn_at_ratio_2(qapp):
     """The hatch's texture brush once made the raster engine drop the next rows' labels
     at a device pixel ratio of 2 (the labels after "idle" vanished on a 4K laptop)."""

@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
 
 from gpuviz import theme
-from gpuviz.core.plots.look import composite, hatch_brush, pixel_size
+from gpuviz.core.plots.look import composite, hatch_brush, hatch_sheet, pixel_size
 
 PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
 TEXT_AIR = 1  # px a text leaves free across its cell, so that neighbours read apart
@@ -322,20 +322,36 @@ class CellGrid(pg.GraphicsObject):
         painter.restore()
 
     def _paint_hatches(self, painter: QPainter) -> None:
-        """Hatching over the hatched cells, drawn in device pixels."""
+        """Hatching over the hatched cells, drawn in device pixels: each cell copies its
+        part of a hatch sheet (one drawPixmapFragments call per colour). The pixels are
+        those a fill with the hatch brush gives: its edges rounded to device pixels as
+        Qt rounds them, the pattern anchored at the view's top left."""
         t = painter.transform()
         ratio = painter.device().devicePixelRatio()
         painter.save()
         painter.resetTransform()
         for fill, ink, cells in self._hatch_groups:
-            x0 = t.m11() * cells[:, 0] + t.dx()
-            y0 = t.m22() * cells[:, 1] + t.dy()
-            x1 = t.m11() * (cells[:, 0] + cells[:, 2]) + t.dx()
-            y1 = t.m22() * (cells[:, 1] + cells[:, 3]) + t.dy()
-            painter.setBrush(hatch_brush(fill, ink, ratio))
-            pixels = np.column_stack([np.minimum(x0, x1), np.minimum(y0, y1),
-                                      np.abs(x1 - x0), np.abs(y1 - y0)])
-            painter.drawRects(*_rect_array(pixels))
+            x = t.m11() * np.column_stack([cells[:, 0], cells[:, 0] + cells[:, 2]]) + t.dx()
+            y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
+            left, right = np.floor(np.sort(x, axis=1) * ratio + 0.5).T
+            top, bottom = np.floor(np.sort(y, axis=1) * ratio + 0.5).T
+            width, height = right - left, bottom - top
+            shown = (width > 0) & (height > 0)
+            if not shown.any():
+                continue
+            brush = hatch_brush(fill, ink, ratio)
+            sheet = hatch_sheet(brush, int(width.max()), int(height.max()))
+            period = brush.texture().width()  # device pixels, a square tile
+            count = int(shown.sum())
+            fragments = np.column_stack([
+                (left + width / 2) / ratio, (top + height / 2) / ratio,  # target centre
+                left % period, top % period, width, height,  # source in the sheet
+                np.full(len(left), 1 / ratio), np.full(len(left), 1 / ratio),
+                np.zeros(len(left)), np.ones(len(left))])[shown]
+            fragments = np.ascontiguousarray(fragments)
+            painter.drawPixmapFragments(
+                shiboken6.wrapInstance(fragments.ctypes.data, QPainter.PixmapFragment),
+                count, sheet)
         painter.restore()
 
     def index_at(self, point: QPointF) -> int:

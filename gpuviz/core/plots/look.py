@@ -123,6 +123,35 @@ def _hatch_brush(look: str, ink: int, width: float, fill: int | None,
     return _HATCHES[key]
 
 
+SHEET_STEP = 256  # device pixels: a hatch sheet grows in steps of this
+_SHEETS: dict[int, QPixmap] = {}
+
+
+def hatch_sheet(brush: QBrush, width: int, height: int) -> QPixmap:
+    """A pixmap of at least `width` x `height` device pixels (and one tile more), tiled
+    with `brush`'s hatch tile from its top left at device pixel ratio 1: cells copy their
+    hatching from it (CellGrid) rather than fill with the brush, which Qt samples
+    through a transform at a device pixel ratio other than 1 (3-4 times slower at 2).
+    Kept per brush, grown when a larger one is asked for."""
+    tile = brush.texture()
+    key = tile.cacheKey()
+    sheet = _SHEETS.get(key)
+    if (sheet is None or sheet.width() < width + tile.width()
+            or sheet.height() < height + tile.height()):
+        image = tile.toImage()
+        image.setDevicePixelRatio(1.0)
+        grown = QPixmap(*(SHEET_STEP * math.ceil((size + tile.width()) / SHEET_STEP)
+                          for size in (max(width, sheet.width() if sheet else 0),
+                                       max(height, sheet.height() if sheet else 0))))
+        if image.hasAlphaChannel():
+            grown.fill(Qt.transparent)
+        painter = QPainter(grown)
+        painter.fillRect(grown.rect(), QBrush(image))
+        painter.end()
+        sheet = _SHEETS[key] = grown
+    return sheet
+
+
 def _tile(size: int, ratio: float) -> QPixmap:
     """A square pixmap `size` logical pixels wide, at the device pixel ratio `ratio`."""
     pixmap = QPixmap(round(size * ratio), round(size * ratio))
