@@ -235,10 +235,16 @@ class ChoiceButtons(BoundControl):
                            f"border: 1px solid {selected.name()}; }}")
         self._share_width()  # the font may have changed
 
-    def set_label(self, value: object, text: str) -> None:
-        """A button's text (it may have lines, e.g. a count under the name)."""
-        self.buttons[value].setText(text)
-        self._share_width()
+    def set_labels(self, texts: dict[object, str]) -> None:
+        """The buttons' texts by value (they may have lines, e.g. a count under the name);
+        the row is shared out again once, and only when a text changed."""
+        changed = False
+        for value, text in texts.items():
+            if self.buttons[value].text() != text:
+                self.buttons[value].setText(text)
+                changed = True
+        if changed:
+            self._share_width()
 
     def _share_width(self) -> None:
         """The buttons share the row by their widest line: a longer text is not cut at

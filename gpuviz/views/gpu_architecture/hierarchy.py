@@ -133,8 +133,8 @@ class HierarchyView(FigureView):
             "sm": f"{out.sms} SMs",
         }
         if self.needs_update("counts", counts):
+            self.levels.set_labels({key: f"{label}\n{counts[key]}" for key, label in LEVELS})
             for key, label in LEVELS:
-                self.levels.set_label(key, f"{label}\n{counts[key]}")
                 self.levels.buttons[key].setToolTip(f"{label}: {counts[key]}")
         wave_top = PANEL_TOP + sm_rows * sm_size + 3.0
         drawn = min(out.waves, MAX_WAVE_CELLS)
