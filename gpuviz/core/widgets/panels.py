@@ -189,6 +189,7 @@ class TextTable(QWidget):
         self.setAccessibleName(accessible_name)
         self._body_rows = rows
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        self.setAutoFillBackground(True)  # opaque: new rows repaint the table alone
         self._fit_font()
 
     def _fit_font(self) -> None:
