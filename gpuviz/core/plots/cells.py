@@ -123,14 +123,15 @@ class CellGrid(pg.GraphicsObject):
             idle = theme.color("idle").rgb()
             hatch = [fill is not None and fill.rgb() == idle for fill in fills]
         hatched: dict[int, tuple[QColor, list[int]]] = {}
+        # An opaque fill's hatch brush holds the fill (hatch_brush): filling those cells
+        # first would write their pixels twice (timelines are mostly idle at times).
+        filled = list(fills)
         for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
             if on and fill is not None:
                 hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
-        # An opaque fill's hatch brush holds the fill (hatch_brush): filling those cells
-        # first would write their pixels twice (timelines are mostly idle at times).
-        self._fill_groups = _group(self._array, [
-            None if on and fill is not None and fill.alpha() == 255 else fill
-            for fill, on in zip(fills, hatch, strict=True)])
+                if fill.alpha() == 255:
+                    filled[index] = None
+        self._fill_groups = _group(self._array, filled)
         self._hatch_groups = [(fill, hatch_ink, self._array[rows])
                               for fill, rows in hatched.values()]
         outline_groups = _group(self._array, outlines) if outlines is not None else []
@@ -335,23 +336,24 @@ class CellGrid(pg.GraphicsObject):
             y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
             left, right = np.floor(np.sort(x, axis=1) * ratio + 0.5).T
             top, bottom = np.floor(np.sort(y, axis=1) * ratio + 0.5).T
-            width, height = right - left, bottom - top
-            shown = (width > 0) & (height > 0)
+            shown = (right > left) & (bottom > top)
             if not shown.any():
                 continue
+            left, right, top, bottom = left[shown], right[shown], top[shown], bottom[shown]
+            width, height = right - left, bottom - top
             brush = hatch_brush(fill, ink, ratio)
             sheet = hatch_sheet(brush, int(width.max()), int(height.max()))
             period = brush.texture().width()  # device pixels, a square tile
-            count = int(shown.sum())
+            ones = np.ones(len(left))
+            # QPainter.PixmapFragment's fields: target centre, source rectangle in the
+            # sheet, scale (back to device pixels), rotation, opacity.
             fragments = np.column_stack([
-                (left + width / 2) / ratio, (top + height / 2) / ratio,  # target centre
-                left % period, top % period, width, height,  # source in the sheet
-                np.full(len(left), 1 / ratio), np.full(len(left), 1 / ratio),
-                np.zeros(len(left)), np.ones(len(left))])[shown]
-            fragments = np.ascontiguousarray(fragments)
+                (left + width / 2) / ratio, (top + height / 2) / ratio,
+                left % period, top % period, width, height,
+                ones / ratio, ones / ratio, 0 * ones, ones])
             painter.drawPixmapFragments(
                 shiboken6.wrapInstance(fragments.ctypes.data, QPainter.PixmapFragment),
-                count, sheet)
+                len(fragments), sheet)
         painter.restore()
 
     def index_at(self, point: QPointF) -> int:

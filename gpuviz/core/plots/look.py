@@ -136,13 +136,13 @@ def hatch_sheet(brush: QBrush, width: int, height: int) -> QPixmap:
     tile = brush.texture()
     key = tile.cacheKey()
     sheet = _SHEETS.get(key)
-    if (sheet is None or sheet.width() < width + tile.width()
-            or sheet.height() < height + tile.height()):
+    need = (width + tile.width(), height + tile.height())  # any phase of the pattern
+    if sheet is None or sheet.width() < need[0] or sheet.height() < need[1]:
         image = tile.toImage()
         image.setDevicePixelRatio(1.0)
-        grown = QPixmap(*(SHEET_STEP * math.ceil((size + tile.width()) / SHEET_STEP)
-                          for size in (max(width, sheet.width() if sheet else 0),
-                                       max(height, sheet.height() if sheet else 0))))
+        have = (sheet.width(), sheet.height()) if sheet else (0, 0)
+        grown = QPixmap(*(SHEET_STEP * math.ceil(max(n, h) / SHEET_STEP)
+                          for n, h in zip(need, have, strict=True)))
         if image.hasAlphaChannel():
             grown.fill(Qt.transparent)
         painter = QPainter(grown)
