@@ -345,3 +345,33 @@ def test_a_number_too_wide_for_its_cell_is_drawn_narrower_not_left_out(qapp):
     assert grid._cut("−0.4", metrics.horizontalAdvance("-.4") - 1) is None
     assert grid._cut("12", 1.0) is None
     widget.close()
+
+
+def test_the_grid_is_drawn_opaque_at_the_ticks_of_the_range_shown(qapp):
+    """The grid is painted with the plot (no cached background): after a range change its
+    lines stand at the new ticks, in the colour their translucent pen makes over the
+    background."""
+    from gpuviz import theme
+    from gpuviz.core.plots import composite
+
+    widget = plot_widget("x", "y")
+    widget.resize(400, 300)
+    item = widget.getPlotItem()
+    item.showGrid(x=True, y=False, alpha=0.25)
+    widget.show()
+    expected = composite(theme.color("text", int(127 * 0.25)), theme.color("background"))
+    for low, high in ((0.0, 10.0), (0.0, 3.0)):
+        item.setXRange(low, high, padding=0)
+        qapp.processEvents()
+        image = widget.viewport().grab().toImage()
+        box = item.getViewBox()
+        row = round(box.sceneBoundingRect().center().y())
+        ticks = item.getAxis("bottom").major_tick_values()
+        inside = [t for t in ticks if low < t < high]
+        assert inside
+        for tick in inside:
+            x = box.mapViewToScene(pg.QtCore.QPointF(tick, 0)).x()
+            column = math.floor(x)
+            colours = {image.pixelColor(c, row).rgb() for c in (column - 1, column, column + 1)}
+            assert expected.rgb() in colours, (low, high, tick)
+    widget.close()
