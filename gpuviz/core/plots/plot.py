@@ -59,9 +59,12 @@ class GridPlotItem(pg.PlotItem):
 
 
 def paint_viewport_once(view: pg.GraphicsView) -> None:
-    """The view's background (an opaque colour, cached) covers its whole viewport, so Qt
-    need not fill the viewport with its palette first: at device pixel ratio 2 that fill
-    wrote every pixel of the plot once more per repaint."""
+    """The view's background (an opaque colour) covers its whole viewport, so Qt need not
+    fill the viewport with its palette first: at device pixel ratio 2 that fill wrote every
+    pixel of the plot once more per repaint. The background is filled straight into the
+    viewport, not kept in a cache (pyqtgraph's default), which a resize or a range change
+    filled and then copied."""
+    view.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
     viewport = view.viewport()
     viewport.setAutoFillBackground(False)
     viewport.setAttribute(Qt.WA_OpaquePaintEvent)
@@ -86,7 +89,6 @@ class GridPlotWidget(pg.PlotWidget):
     def __init__(self) -> None:
         super().__init__(plotItem=GridPlotItem(
             axisItems={name: Axis(name) for name in ("left", "bottom")}))
-        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         self._grid: list[tuple[QPen, list[QLineF]]] | None = None  # None: work it out
         item = self.getPlotItem()
         # Through a Python method: PySide 6.11 keeps ~70 bytes for good of each connection
@@ -134,10 +136,12 @@ class GridPlotWidget(pg.PlotWidget):
         horizontal = name == "bottom"
         low, high = sorted(view_range)
         values = axis.major_tick_values()  # the axis's own ticks, computed once per range
+        # The view-to-scene map once (ViewBox.mapViewToScene runs Python per point).
+        to_scene = box.childGroup.sceneTransform()
         lines = []
         for value in values:
             if low <= value <= high:
-                point = box.mapViewToScene(QPointF(value, value))
+                point = to_scene.map(QPointF(value, value))
                 lines.append(QLineF(point.x(), area.top(), point.x(), area.bottom())
                              if horizontal else
                              QLineF(area.left(), point.y(), area.right(), point.y()))
