@@ -375,3 +375,34 @@ def test_the_grid_is_drawn_opaque_at_the_ticks_of_the_range_shown(qapp):
             colours = {image.pixelColor(c, row).rgb() for c in (column - 1, column, column + 1)}
             assert expected.rgb() in colours, (low, high, tick)
     widget.close()
+
+
+@pytest.mark.parametrize("x_range", [(0, 10), (0.5, 1234.0), (-3.0, 7.5), (0, 1e6)])
+def test_an_axis_paints_the_pixels_of_pyqtgraphs_picture(qapp, x_range):
+    """Axis.paint draws straight to the painter with laid-out labels (QStaticText);
+    pyqtgraph records a QPicture of drawText calls: the same pixels at ratio 1."""
+    from gpuviz.core.axis import Axis
+
+    widget = plot_widget("Time (ms)", "Bandwidth")
+    widget.resize(700, 400)
+    widget.show()
+    item = widget.getPlotItem()
+    item.setXRange(*x_range, padding=0)
+    item.setYRange(*x_range, padding=0)
+    qapp.processEvents()
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        bounds = axis.boundingRect()
+        images = []
+        for paint in (Axis.paint, pg.AxisItem.paint):
+            axis.picture = None
+            image = QImage(int(bounds.width()) + 2, int(bounds.height()) + 2,
+                           QImage.Format_ARGB32_Premultiplied)
+            image.fill(0)
+            painter = QPainter(image)
+            painter.translate(-bounds.left(), -bounds.top())
+            paint(axis, painter, None, None)
+            painter.end()
+            images.append(image)
+        assert images[0] == images[1], name
+    widget.close()

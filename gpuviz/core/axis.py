@@ -16,7 +16,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
 
 from gpuviz.core.model import format_g, signed, superscript
 
@@ -54,6 +54,8 @@ class Axis(pg.AxisItem):
         self._ticks: list = []
         self._text_sizes: dict[str, tuple[float, float]] = {}
         self._metrics_font: object = None
+        self._static_texts: dict[str, tuple[QStaticText, float, float]] = {}
+        self._static_font: QFont | None = None
         super().__init__(orientation)
 
     def setTicks(self, ticks: list | None) -> None:  # noqa: N802
@@ -134,6 +136,47 @@ class Axis(pg.AxisItem):
             box = metrics.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignCenter, text)
             size = self._text_sizes[text] = (box.width(), box.height() * 0.8)
         return size
+
+    def paint(self, p: QPainter, *args: object) -> None:
+        """What pyqtgraph draws, straight to the painter with each label laid out once
+        (QStaticText): pyqtgraph records a QPicture and plays it back, laying every label
+        out on both passes. The item's pixmap cache keeps the result (plot_widget), so
+        this runs when the axis changed."""
+        p.save()
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        specs = self.generateDrawSpecs(p)
+        if specs is not None:
+            (axis_pen, start, end), tick_specs, text_specs = specs
+            p.setRenderHint(QPainter.Antialiasing, False)
+            p.setRenderHint(QPainter.TextAntialiasing, True)
+            p.setPen(axis_pen)
+            p.drawLine(start, end)
+            for tick_pen, a, b in tick_specs:
+                p.setPen(tick_pen)
+                p.drawLine(a, b)
+            p.setPen(self.textPen())
+            p.setClipRect(self.boundingRect().toAlignedRect())
+            for rect, flags, text in text_specs:
+                static, width, height = self._static_text(text, p.font())
+                x = (rect.right() - width if flags & Qt.AlignRight else
+                     rect.center().x() - width / 2 if flags & Qt.AlignHCenter else rect.left())
+                y = rect.center().y() - height / 2 if flags & Qt.AlignVCenter else rect.top()
+                p.drawStaticText(QPointF(x, y), static)
+        p.restore()
+
+    def _static_text(self, text: str, font: QFont) -> tuple[QStaticText, float, float]:
+        if font != self._static_font:
+            self._static_font = QFont(font)
+            self._static_texts.clear()
+        found = self._static_texts.get(text)
+        if found is None:
+            static = QStaticText(text)
+            static.setTextFormat(Qt.PlainText)
+            static.prepare(QTransform(), font)
+            size = static.size()
+            found = self._static_texts[text] = (static, size.width(), size.height())
+        return found
 
     def generateDrawSpecs(self, p: QPainter) -> tuple | None:  # noqa: N802
         specs = self._draw_specs(p)
