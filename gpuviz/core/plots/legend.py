@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.plots.look import hatch_brush, hatched_by_default, pixel_size
@@ -31,6 +32,9 @@ class Legend(pg.GraphicsObject):
         box = view.getViewBox() if isinstance(view, pg.PlotItem) else view
         self.setParentItem(box)
         self.setZValue(1000)
+        # Kept as a pixmap: a new view range repaints the whole plot, the legend with it,
+        # and a copy is cheaper than its rows painted again.
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._box = box
         self._anchor = anchor
         self._columns = max(1, columns)
@@ -159,12 +163,13 @@ class Legend(pg.GraphicsObject):
         ax, ay = self._anchor
         if self._at is not None:
             point = self._box.mapFromViewToItem(self._box, QPointF(*self._at))
-            self.setPos(point.x() - ax * width, point.y() - ay * height)
-            return
-        area = self._box.rect()
-        x = area.left() + self._offset + ax * (area.width() - width - 2 * self._offset)
-        y = area.top() + self._offset + ay * (area.height() - height - 2 * self._offset)
-        self.setPos(x, y)
+            x, y = point.x() - ax * width, point.y() - ay * height
+        else:
+            area = self._box.rect()
+            x = area.left() + self._offset + ax * (area.width() - width - 2 * self._offset)
+            y = area.top() + self._offset + ay * (area.height() - height - 2 * self._offset)
+        # On whole pixels: the pixmap cache is copied there as it was painted.
+        self.setPos(round(x), round(y))
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
         return QRectF(0, 0, *self._size)
@@ -191,7 +196,9 @@ class Legend(pg.GraphicsObject):
                     # Saved and restored: at a device pixel ratio of 2 the texture brush
                     # left behind made the raster engine drop the next rows' labels.
                     painter.save()
-                    painter.setBrush(hatch_brush(style, ratio=painter.device().devicePixelRatio()))
+                    # The device transform's scale: the item's pixmap cache paints
+                    # through it at ratio 2 (its device reports 1).
+                    painter.setBrush(hatch_brush(style, ratio=painter.deviceTransform().m11()))
                     painter.drawRect(sample)
                     painter.restore()
                 if opts["outline"] is not None:
