@@ -7,8 +7,8 @@ change while a slider is dragged. The groove depends on the value only through a
 filled part (the highlight up to the handle) is drawn whole and cut at the handle. So the
 groove is drawn once at the least value (no fill) and once at the greatest (filled), and a
 paint copies the filled pixmap left of the cut and the empty one right of it; the handle is
-drawn once and copied where it is. The pixels are Fusion's (tests/test_theme.py compares
-them at every value).
+drawn once and copied where it is. The pixels are Fusion's, to a level of rounding
+(tests/test_slider_pictures.py compares them at every value).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class SliderPictures:
         """Horizontal, left to right, with a groove to draw, on a painter that only
         scales and moves (a right-to-left slider is drawn upside down, and fills from the
         right: the style draws it, as it draws a turned or stretched one)."""
-        transform = QTransform(painter.deviceTransform())
+        transform = painter.deviceTransform()
         return bool(option.subControls & QStyle.SC_SliderGroove) and (
             option.orientation == Qt.Horizontal and not option.upsideDown
             and option.maximum > option.minimum and not option.rect.isEmpty()
