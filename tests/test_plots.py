@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from PySide6.QtGui import QImage, QPainter
 
 from gpuviz.core.axis import thin_tick_labels
@@ -405,4 +407,41 @@ def test_an_axis_paints_the_pixels_of_pyqtgraphs_picture(qapp, x_range):
             painter.end()
             images.append(image)
         assert images[0] == images[1], name
+    widget.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(low=st.floats(-1e9, 1e9), span=st.floats(1e-6, 1e9), size=st.floats(3, 5000),
+       scale=st.sampled_from([1.0, 1e-3, 1e6]))
+def test_an_axis_makes_pyqtgraphs_tick_values(qapp, low, span, size, scale):
+    """Axis works out one level of linear ticks in plain Python, with pyqtgraph's
+    arithmetic: the same values, to the last bit."""
+    from gpuviz.core.axis import Axis
+
+    axis = Axis("bottom")
+    axis.setStyle(maxTickLevel=0)
+    axis.setScale(scale)
+    high = low + span
+    assume(high > low)
+    assert axis.tickValues(low, high, size) == pg.AxisItem.tickValues(axis, low, high, size)
+    assert axis.tickValues(high, low, size) == pg.AxisItem.tickValues(axis, high, low, size)
+
+
+def test_an_axis_draws_the_labels_of_its_new_range(qapp):
+    """The axis keeps what it draws between repaints (where pyqtgraph keeps its picture):
+    a new range gives new labels."""
+    widget = plot_widget("Time (ms)", "Bandwidth")
+    widget.resize(700, 400)
+    widget.show()
+    item = widget.getPlotItem()
+    axis = item.getAxis("bottom")
+
+    def labels() -> list[str]:
+        widget.grab()
+        return [static.text() for _, static in axis.picture.texts]
+
+    item.setXRange(0, 10, padding=0)
+    assert "4" in labels()
+    item.setXRange(0, 5000, padding=0)
+    assert "2000" in labels() and "4" not in labels()
     widget.close()

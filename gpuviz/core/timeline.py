@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 from gpuviz import theme
 from gpuviz.core.model import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen
+from gpuviz.core.plots.cells import colour_codes
 from gpuviz.core.schedule import Schedule, Task
 
 BOX_HEIGHT = 0.7  # of a lane's height of 1: the rest is the gap between lanes
@@ -129,12 +130,12 @@ class Timeline(QObject):
         lanes, start, end = (np.asarray(a, dtype=float) for a in (lanes, start, end))
         heights = np.broadcast_to(np.asarray(heights, dtype=float), lanes.shape)
         ids = np.arange(len(lanes)) if ids is None else np.asarray(ids)
-        colour = _colour_codes(fills)
+        colour = colour_codes(fills)
         # A refresh often hands the same boxes again (another control changed): leave the
         # grid as it is rather than rebuild thousands of cells to find nothing changed.
         given = (lanes.tobytes(), start.tobytes(), end.tobytes(), heights.tobytes(),
                  ids.tobytes(), colour.tobytes(), None if texts is None else tuple(texts),
-                 None if outlines is None else _colour_codes(outlines).tobytes(),
+                 None if outlines is None else colour_codes(outlines).tobytes(),
                  self._time_limit, theme.line_factor())
         if given == self._given_key:
             return
@@ -279,16 +280,6 @@ class _Veil(pg.GraphicsObject):
         painter.resetTransform()
         painter.fillRect(pixels.toAlignedRect(), self._brush)
         painter.restore()
-
-
-def _colour_codes(fills: Sequence[QColor | None]) -> np.ndarray:
-    """The fills as rgba numbers (-1 for None), to compare in numpy: a few distinct
-    QColor objects among thousands of boxes, so each is converted once."""
-    ids = np.fromiter(map(id, fills), dtype=np.int64, count=len(fills))
-    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    codes = np.array([-1 if fills[i] is None else fills[i].rgba() for i in first.tolist()],
-                     dtype=np.int64)
-    return codes[inverse.reshape(-1)]
 
 
 def _touching(lanes: np.ndarray, start: np.ndarray, end: np.ndarray, colour: np.ndarray,

@@ -10,10 +10,11 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText
 
 from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, hatch_sheet, pixel_size
+from gpuviz.core.text import laid_out
 
 PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
 TEXT_AIR = 1  # px a text leaves free across its cell, so that neighbours read apart
@@ -119,22 +120,28 @@ class CellGrid(pg.GraphicsObject):
                 self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
             else:
                 self._bounds = QRectF()
+        # Colours as rgba numbers (-1: none), worked out once and compared in numpy: a
+        # timeline hands over a QColor per box, thousands of them.
+        if len(fills) != len(self._array):
+            raise ValueError(f"{len(fills)} colours for {len(self._array)} cells")
+        fill_keys = colour_codes(fills)
+        given = fill_keys != -1
         if hatch is None:
-            idle = theme.color("idle").rgb()
-            hatch = [fill is not None and fill.rgb() == idle for fill in fills]
-        hatched: dict[int, tuple[QColor, list[int]]] = {}
+            idle = theme.color("idle").rgb() & 0xFFFFFF
+            hatched = given & ((fill_keys & 0xFFFFFF) == idle)
+        else:
+            hatched = given & np.fromiter(hatch, dtype=bool, count=len(fills))
         # An opaque fill's hatch brush holds the fill (hatch_brush): filling those cells
         # first would write their pixels twice (timelines are mostly idle at times).
-        filled = list(fills)
-        for index, (fill, on) in enumerate(zip(fills, hatch, strict=True)):
-            if on and fill is not None:
-                hatched.setdefault(fill.rgba(), (fill, []))[1].append(index)
-                if fill.alpha() == 255:
-                    filled[index] = None
-        self._fill_groups = _group(self._array, filled)
-        self._hatch_groups = [(fill, hatch_ink, self._array[rows])
-                              for fill, rows in hatched.values()]
-        outline_groups = _group(self._array, outlines) if outlines is not None else []
+        opaque = (fill_keys >> 24) & 0xFF == 0xFF
+        self._fill_groups = _group(self._array, np.where(hatched & opaque, -1, fill_keys),
+                                   fills)
+        self._hatch_groups = [(fill, hatch_ink, rows)
+                              for fill, rows in _group(self._array,
+                                                       np.where(hatched, fill_keys, -1), fills)]
+        outline_keys = colour_codes(outlines) if outlines is not None else None
+        outline_groups = (_group(self._array, outline_keys, outlines)
+                          if outlines is not None else [])
         if (bool(outline_groups), outline_width) != (bool(self._outline_groups),
                                                      self._outline_base):
             self.prepareGeometryChange()  # the room kept for the outlines changes
@@ -152,9 +159,8 @@ class CellGrid(pg.GraphicsObject):
         if moved:  # repainted whole: nothing to compare the next cells with
             changed = self._shown = None
         else:
-            shown = (_keys(fills), None if outlines is None else _keys(outlines),
-                     None if texts is None else np.array(self._texts, dtype=object),
-                     np.asarray(hatch, dtype=bool))
+            shown = (fill_keys, outline_keys,
+                     None if texts is None else np.array(self._texts, dtype=object), hatched)
             changed = None if look != self._shown_look else self._changed(shown)
             self._shown = shown
         self._shown_look = look
@@ -234,9 +240,7 @@ class CellGrid(pg.GraphicsObject):
             if cut is None:
                 self._elided[key] = None
             else:
-                static = QStaticText(cut)
-                static.setTextFormat(Qt.PlainText)
-                static.prepare(QTransform(), self._font)
+                static = laid_out(cut, self._font)
                 self._elided[key] = (static, static.size().width())
         return self._elided[key]
 
@@ -247,9 +251,7 @@ class CellGrid(pg.GraphicsObject):
             self._static.clear()
             missing = texts
         for text in missing:
-            static = QStaticText(text)
-            static.setTextFormat(Qt.PlainText)
-            static.prepare(QTransform(), self._font)
+            static = laid_out(text, self._font)
             size = static.size()
             self._static[text] = (static, size.width(), size.height())
         return self._static
@@ -403,17 +405,22 @@ def _key(color: QColor | None) -> int:
     return -1 if color is None else color.rgba()
 
 
-def _keys(colors: Sequence[QColor | None]) -> np.ndarray:
-    return np.fromiter((_key(color) for color in colors), dtype=np.int64, count=len(colors))
+def colour_codes(colors: Sequence[QColor | None]) -> np.ndarray:
+    """The colours as rgba numbers (-1 for None), to compare in numpy: a few distinct
+    QColor objects among thousands of cells, so each is converted once."""
+    ids = np.fromiter(map(id, colors), dtype=np.int64, count=len(colors))
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    codes = np.array([_key(colors[i]) for i in first.tolist()], dtype=np.int64)
+    return codes[inverse.reshape(-1)]
 
 
-def _group(array: np.ndarray, colors: Sequence[QColor | None]) -> list[tuple[QColor, np.ndarray]]:
-    """The cells of each colour (None: not drawn), colours in order of first appearance and
-    cells in the order given, each group a contiguous array of rows: drawn in one call
-    straight from its memory, with no QRectF made per cell."""
-    if len(colors) != len(array):
-        raise ValueError(f"{len(colors)} colours for {len(array)} cells")
-    keys = _keys(colors)
+def _group(array: np.ndarray, keys: np.ndarray, colors: Sequence[QColor | None]
+           ) -> list[tuple[QColor, np.ndarray]]:
+    """The cells of each colour (`keys`: their colour codes, -1: not drawn), colours in
+    order of first appearance and cells in the order given, each group a contiguous array
+    of rows: drawn in one call straight from its memory, with no QRectF made per cell."""
+    if len(keys) != len(array):
+        raise ValueError(f"{len(keys)} colours for {len(array)} cells")
     unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return [(colors[start], np.ascontiguousarray(array[inverse.reshape(-1) == index]))
             for index, start in sorted(enumerate(first.tolist()), key=lambda pair: pair[1])

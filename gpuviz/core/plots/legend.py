@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.plots.look import hatch_brush, hatched_by_default, pixel_size
+from gpuviz.core.text import laid_out
 
 
 class Legend(pg.GraphicsObject):
@@ -123,9 +124,7 @@ class Legend(pg.GraphicsObject):
         pad = height / 3
         widths = []
         for label, *_ in self._rows:
-            static = QStaticText(label)
-            static.setTextFormat(Qt.PlainText)
-            static.prepare(QTransform(), self._font)
+            static = laid_out(label, self._font)
             self._statics.append(static)
             widths.append(swatch * 1.6 + pad + static.size().width())
         # As many of the asked-for columns as fit the view's width (a lecture-size font

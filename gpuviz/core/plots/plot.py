@@ -169,10 +169,8 @@ def plot_widget(x_label: str = "", y_label: str = "", *, log_x: bool = False,
         # space grows but never shrinks: a narrower label would re-lay out the plot (a
         # second repaint per update) and make it jump.
         axis.setStyle(maxTickLevel=0, autoReduceTextSpace=False)
-        # An axis changes only when its range does: keep it (and its title, a text
-        # document laid out on every paint otherwise) as a pixmap instead of replaying
-        # its drawing whenever a curve in front of it moves or the range moves the plot.
-        axis.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        # The title is a text document, laid out on every paint otherwise: keep it as a
+        # pixmap (the axis keeps its own drawing: Axis.paint).
         axis.label.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
     label_style = {"font-size": _title_size(), "color": theme.current().text}
     if x_label:

@@ -17,11 +17,11 @@ from PySide6.QtGui import (
     QPalette,
     QStaticText,
     QTextDocument,
-    QTransform,
 )
 from PySide6.QtWidgets import QFrame, QSizePolicy, QWidget
 
 from gpuviz import theme
+from gpuviz.core.text import laid_out
 
 
 class TextPanel(QFrame):
@@ -289,10 +289,7 @@ class TextTable(QWidget):
         if key not in self._texts:
             if len(self._texts) > 4096:
                 self._texts.clear()
-            static = QStaticText(text)
-            if wrap > 0:
-                static.setTextWidth(wrap)
-            static.prepare(QTransform(), font)
+            static = laid_out(text, font, plain=False, width=wrap)
             self._texts[key] = (static, QFontMetricsF(font).horizontalAdvance(text))
         return self._texts[key]
 
