@@ -74,7 +74,10 @@ class CellGrid(pg.GraphicsObject):
         self._font = theme.font(font_size)
         self._text_color: QColor | None = None
         self._texts: list[str] = []
+        self._laid_out_texts: list[str] | None = None  # the texts _lay_out_texts did
+        self._line_rows: list[int] = []  # the cells with texts of several lines
         self._fills: list[QColor | None] = []
+        self._fill_keys = np.zeros(0, dtype=np.int64)
         # What is painted, per cell and for the whole grid: set_cells compares the new
         # cells with it to repaint only those that changed.
         self._shown: tuple | None = None
@@ -86,6 +89,7 @@ class CellGrid(pg.GraphicsObject):
         self._static.clear()
         self._elided.clear()
         self._outline_width = theme.line_width(self._outline_base)
+        self._laid_out_texts = None
         self._lay_out_texts()
         self.update()
 
@@ -150,6 +154,7 @@ class CellGrid(pg.GraphicsObject):
             raise ValueError(f"{len(texts)} texts for {len(self._array)} cells")
         self._texts = list(texts) if texts is not None else []
         self._fills = list(fills)
+        self._fill_keys = fill_keys
         self._text_color = text_color
         self._lay_out_texts()
         self._outline_base = outline_width
@@ -198,30 +203,35 @@ class CellGrid(pg.GraphicsObject):
 
     def _lay_out_texts(self) -> None:
         texts = self._texts
-        multiline = "\n" in "".join(texts)
-        rows = [i for i, text in enumerate(texts) if text and not (multiline and "\n" in text)]
-        self._text_rows = np.asarray(rows, dtype=int)
-        static = self._prepare_texts({texts[i] for i in rows})
-        entries = [static[texts[i]] for i in rows]
-        self._text_list = [entry[0] for entry in entries]
-        # A timeline's hundreds of labels are checked on every change: string tests only.
-        self._narrowable = [_may_narrow(texts[i]) for i in rows]
-        self._text_sizes = np.array([entry[1:] for entry in entries],
-                                    dtype=float).reshape(-1, 2)
-        lines = [i for i, text in enumerate(texts) if "\n" in text] if multiline else []
-        fills, text_color = self._fills, self._text_color
-        if text_color is not None:
-            inks = [text_color] * len(texts)
-        else:  # one ink per distinct fill
-            background, by_fill = theme.color("background"), {}
-            inks = []
-            for fill in fills:
-                key = fill.rgba() if fill is not None else None
-                if key not in by_fill:
-                    by_fill[key] = theme.readable_on(composite(fill, background))
-                inks.append(by_fill[key])
-        self._text_inks = [inks[i] for i in rows]
-        self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], inks[i]) for i in lines]
+        if texts != self._laid_out_texts:  # a recolour hands over the same texts
+            self._laid_out_texts = list(texts)
+            multiline = "\n" in "".join(texts)
+            rows = [i for i, text in enumerate(texts)
+                    if text and not (multiline and "\n" in text)]
+            self._text_rows = np.asarray(rows, dtype=int)
+            static = self._prepare_texts({texts[i] for i in rows})
+            entries = [static[texts[i]] for i in rows]
+            self._text_list = [entry[0] for entry in entries]
+            # A timeline's hundreds of labels are checked on every change: string tests.
+            self._narrowable = [_may_narrow(texts[i]) for i in rows]
+            self._text_sizes = np.array([entry[1:] for entry in entries],
+                                        dtype=float).reshape(-1, 2)
+            self._line_rows = ([i for i, text in enumerate(texts) if "\n" in text]
+                               if multiline else [])
+        rows, lines = self._text_rows, self._line_rows
+        if self._text_color is not None:
+            self._text_inks = [self._text_color] * len(rows)
+            self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], self._text_color)
+                               for i in lines]
+            return
+        # One ink per distinct fill: what reads on it.
+        fills, background = self._fills, theme.color("background")
+        _, first, inverse = np.unique(self._fill_keys, return_index=True, return_inverse=True)
+        by_fill = [theme.readable_on(composite(fills[i], background)) for i in first.tolist()]
+        ink_of = inverse.reshape(-1)
+        self._text_inks = [by_fill[k] for k in ink_of[rows].tolist()]
+        self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], by_fill[ink_of[i]])
+                           for i in lines]
 
     def _cut(self, text: str, room: float) -> tuple[QStaticText, float] | None:
         """`text` cut with "…" to `room` pixels (elide) or, for a number, its narrower form
