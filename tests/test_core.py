@@ -276,6 +276,50 @@ def test_message_label_repaints_alone_and_grows_for_a_long_message(qapp):
     page.close()
 
 
+def test_a_text_table_repaints_the_rows_that_changed_and_draws_what_a_full_paint_draws(qapp):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtGui import QColor
+
+    from gpuviz.core.widgets import TextTable
+
+    class Painted(QObject):
+        rects: list = []
+
+        def eventFilter(self, watched, event):  # noqa: N802
+            if event.type() == QEvent.Paint:
+                self.rects.append(event.rect())
+            return False
+
+    ink = QColor("#888888")
+    rows = [(["weights", "14.0 GB"], ink), (["gradients", "14.0 GB"], ink),
+            (["optimizer", "56.0 GB"], ink)]
+    table = TextTable(["part", "memory"], rows=3, left=(0,))
+    table.resize(400, 100)
+    table.set_rows(rows)
+    table.show()
+    qapp.processEvents()
+    painted = Painted()
+    table.installEventFilter(painted)
+    rows[1] = (["gradients", "7.0 GB"], ink)
+    table.set_rows(rows)
+    qapp.processEvents()
+    [rect] = painted.rects
+    assert rect.height() == table._line and rect.top() == 2 * table._line
+    def on_screen():  # what the window shows (grab() would paint the table again)
+        return table.screen().grabWindow(table.winId()).toImage()
+
+    partly = on_screen()
+    table.update()  # the same rows painted whole
+    qapp.processEvents()
+    assert on_screen() == partly and not partly.isNull()
+    rows[2] = (["optimizer and its master copy of the weights", "56.0 GB"], ink)
+    painted.rects.clear()
+    table.set_rows(rows)  # a wider column: the whole table
+    qapp.processEvents()
+    assert painted.rects[-1].height() == table.height()
+    table.close()
+
+
 def test_fit_inside_flips_a_label_at_an_edge_and_pushes_back_a_wide_one():
     from PySide6.QtCore import QRectF
 

@@ -631,12 +631,14 @@ class PlacedTextLayer(TextLayer):
                 self._rects[id(label)] = self._choose(rects, cost,
                                                       list(self._rects.values()))
         else:
-            # Only the labels that changed move; the others stay where they are.
-            for label in shown:
-                if keys[id(label)] != self._label_keys.get(id(label)):
-                    others = [rect for key, rect in self._rects.items() if key != id(label)]
-                    [(rects, cost)] = self._candidates_costed([label], transform, area)
-                    self._rects[id(label)] = self._choose(rects, cost, others)
+            # Only the labels that changed move; the others stay where they are. Their
+            # costs before the other labels count are worked out together.
+            changed = [label for label in shown
+                       if keys[id(label)] != self._label_keys.get(id(label))]
+            for label, (rects, cost) in zip(changed, self._candidates_costed(
+                    changed, transform, area) if changed else [], strict=True):
+                others = [rect for key, rect in self._rects.items() if key != id(label)]
+                self._rects[id(label)] = self._choose(rects, cost, others)
         self._label_keys = keys
         self._drawn = {id(label): (*self._rects[id(label)], label.text, label.color.rgba())
                        for label in shown}

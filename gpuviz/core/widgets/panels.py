@@ -7,13 +7,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QEvent, QPointF, QRectF
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
     QColor,
     QFont,
     QFontMetricsF,
     QPainter,
+    QPaintEvent,
     QPalette,
     QStaticText,
     QTextDocument,
@@ -215,10 +216,27 @@ class TextTable(QWidget):
 
     def set_rows(self, rows: Sequence[tuple[Sequence[str], QColor]]) -> None:
         new = [(list(cells), QColor(color)) for cells, color in rows]
-        if [(c, q.rgba()) for c, q in new] != [(c, q.rgba()) for c, q in self.rows]:
-            self.rows = new
-            self._lay_out()
+        shown = [(c, q.rgba()) for c, q in self.rows]
+        wanted = [(c, q.rgba()) for c, q in new]
+        if wanted == shown:
+            return
+        before = (self._column_widths(), self._lines)
+        self.rows = new
+        self._lay_out()
+        if (self._column_widths(), self._lines) != before or len(wanted) != len(shown) or (
+                self.painted_width() > self.width()):
             self.update()
+            return
+        # Same columns and lines: repaint the rows that changed (a fix toggled in 6.5
+        # changes one or two numbers of a table that fills the width of the page).
+        for row, (old, now) in enumerate(zip(shown, wanted, strict=True)):
+            if old != now:
+                self.update(self._row_rect(row + 1))
+
+    def _row_rect(self, index: int) -> QRect:
+        """The pixels of row `index` (0: the header), unscaled."""
+        top = self._line * sum(self._lines[:index])
+        return QRect(0, top, self.width(), self._line * self._lines[index])
 
     def text(self) -> str:
         """The table as tab-separated text (for tests and accessibility)."""
@@ -262,7 +280,7 @@ class TextTable(QWidget):
         """The width the columns take (wrapped), before any shrinking to the widget."""
         return sum(self._column_widths()) + 2 * self.PADDING * len(self._widths)
 
-    def paintEvent(self, event: object) -> None:  # noqa: N802
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
         painter = QPainter(self)
         widths = self._column_widths()
         x, rights = 0.0, []
@@ -271,14 +289,20 @@ class TextTable(QWidget):
             rights.append(x - self.PADDING)
         if x > self.width() > 0:  # too narrow even wrapped: shrink the table, never clip it
             painter.scale(self.width() / x, self.width() / x)
-        top = 0
+        top, exposed = 0, event.rect()
         for (cells, color), lines in zip([(self.header, None)] + self.rows, self._lines,
                                          strict=True):
+            height = lines * self._line
+            # Rows outside the repainted area are skipped (unscaled rows only).
+            if x <= self.width() and not (top < exposed.bottom() + 1
+                                          and exposed.top() < top + height):
+                top += height
+                continue
             font = self._header_font if color is None else self.font()
             painter.setFont(font)
             painter.setPen(theme.color("muted") if color is None else color)
             self._row(painter, cells, font, widths, rights, top)
-            top += lines * self._line
+            top += height
         painter.end()
 
     def _static(self, text: str, font: QFont, wrap: float = -1.0,
