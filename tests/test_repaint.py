@@ -60,7 +60,8 @@ def test_each_slider_change_leaves_the_window_as_a_full_render(spec, themed):
     page.close()
 
 
-def test_a_change_repaints_a_figure_of_two_plots_in_one_window_repaint(themed):
+@pytest.mark.parametrize(("number", "plots"), [("8.2", 2), ("1.1", 1)])
+def test_a_change_repaints_a_figure_in_one_window_repaint(themed, number, plots):
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QGraphicsView, QSlider
 
@@ -74,20 +75,37 @@ def test_a_change_repaints_a_figure_of_two_plots_in_one_window_repaint(themed):
                 self.events.append((watched, event.type()))
             return False
 
-    spec = next(spec for spec in catalog.all_figures() if spec.number == "8.2")
+    spec = next(spec for spec in catalog.all_figures() if spec.number == number)
     _, page = _page(spec, themed)
     viewports = [view.viewport() for view in page.findChildren(QGraphicsView)]
-    assert len(viewports) == 2
+    assert len(viewports) == plots
     count = Count()
     for watched in [page, *viewports]:
         watched.installEventFilter(count)
     slider = page.findChildren(QSlider)[0]
     slider.setValue(slider.value() + (slider.maximum() - slider.minimum()) // 10)
     themed.processEvents()
-    # Both plots changed: each is painted once, in the window's one repaint of the change
-    # (each scene used to repaint and flush the window on its own).
+    # The plots changed: each is painted once, in the window's one repaint of the change
+    # (each scene used to repaint and flush the window on its own, after the repaint the
+    # slider had asked for).
     assert [kind for watched, kind in count.events
             if watched is page and kind == QEvent.UpdateRequest] == [QEvent.UpdateRequest]
     for viewport in viewports:
         assert [kind for watched, kind in count.events if watched is viewport] == [QEvent.Paint]
+    page.close()
+
+
+def test_choice_buttons_stay_put_while_a_count_on_them_keeps_its_digits(themed):
+    """1.1's level buttons show counts: a new count of as many digits does not share the
+    row out again (that moved the buttons and repainted each at its new size)."""
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "1.1")
+    model, page = _page(spec, themed)
+    buttons = list(page.view.levels.buttons.values())
+    model.set("problem_size", 28510)
+    themed.processEvents()
+    texts, places = [b.text() for b in buttons], [b.geometry() for b in buttons]
+    model.set("problem_size", 46238)  # 112 blocks, then 181
+    themed.processEvents()
+    assert [b.text() for b in buttons] != texts
+    assert [b.geometry() for b in buttons] == places
     page.close()

@@ -35,14 +35,16 @@ def repaint_together(widget: QWidget, scenes: Sequence[QGraphicsScene]) -> None:
     Each scene does so in a pass of the event loop of its own, and its view then repaints
     and flushes the whole window at once (QGraphicsView sends the window's pending
     UpdateRequest, for a prompt repaint): a figure with n plots repainted the window n
-    times per change, its controls in the first pass. Here the scenes' requests are held
-    back while they all run, and one repaint follows."""
+    times per change, its controls in the first pass. A figure with one plot repainted it
+    twice: the repaint a moved slider asked for comes before the scene's pass (events
+    posted while the event loop runs wait behind those already queued). Here the scenes'
+    requests are held back while they all run, and one repaint follows."""
     # Layouts the refresh changed (a wider tick label) first, as Qt would before painting.
     QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
     for scene in scenes:
         scene.prepareForPaint()
     place_pending_labels()  # text layers repaint the labels that changed, not the plot
-    if len(scenes) < 2 or not widget.isVisible():
+    if not scenes or not widget.isVisible():
         return
     window = widget.window()
     _HELD.asked = False

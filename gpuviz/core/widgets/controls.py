@@ -6,6 +6,7 @@ line, another control) happen in `sync()` under a QSignalBlocker, so there are n
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QSignalBlocker, Qt
@@ -29,6 +30,7 @@ from gpuviz import theme
 from gpuviz.core.model import FigureModel, Parameter, decimal_places, format_value
 
 LOG_SLIDER_STEPS = 1000
+_DIGITS = re.compile(r"\d")
 CONTROL_COLUMN_WIDTH = 330  # pixels at text scale 1; the projector theme scales it
 
 
@@ -248,12 +250,18 @@ class ChoiceButtons(BoundControl):
 
     def _share_width(self) -> None:
         """The buttons share the row by their widest line: a longer text is not cut at
-        both ends while a short one has room to spare."""
+        both ends while a short one has room to spare. Digits are measured as zeros, so
+        a count that changes while a slider moves (1.1's levels) leaves the buttons where
+        they are until it gains a digit: a new share lays out the row and repaints every
+        button at its new size (0.5 ms a change at 1920x1080), and the buttons jumped."""
         layout = self.layout()
         for index, button in enumerate(self.buttons.values()):
             metrics = button.fontMetrics()
-            widest = max(metrics.horizontalAdvance(line) for line in button.text().split("\n"))
-            layout.setStretch(index, widest + metrics.averageCharWidth() * 2)
+            widest = max(metrics.horizontalAdvance(_DIGITS.sub("0", line))
+                         for line in button.text().split("\n"))
+            stretch = widest + metrics.averageCharWidth() * 2
+            if layout.stretch(index) != stretch:  # setStretch lays the row out again
+                layout.setStretch(index, stretch)
 
     def sync(self) -> None:
         current = self.model.get(self.name)
