@@ -109,3 +109,21 @@ def test_choice_buttons_stay_put_while_a_count_on_them_keeps_its_digits(themed):
     assert [b.text() for b in buttons] != texts
     assert [b.geometry() for b in buttons] == places
     page.close()
+
+
+@pytest.mark.parametrize("number", ["6.5", "1.1"])
+def test_each_switch_leaves_the_window_as_a_full_render(number, themed):
+    """6.5's fixes repaint the rows of its table that changed; 1.1's level buttons."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    spec = next(spec for spec in catalog.all_figures() if spec.number == number)
+    _, page = _page(spec, themed)
+    buttons = [button for button in page.findChildren(QAbstractButton)
+               if button.isCheckable() and button.isVisible()]
+    assert buttons
+    for button in buttons:
+        button.click()
+        themed.processEvents()
+        shown, rendered = _shown_and_rendered(themed, page)
+        assert shown == rendered, f"{button.text()!r}: stale pixels"
+    page.close()
