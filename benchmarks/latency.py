@@ -97,7 +97,9 @@ def _changes(page) -> list:  # noqa: ANN001
     """The control changes a figure is measured by: every slider over its range and back,
     every combo box through its entries and back, switches and choice buttons (a figure
     may have no other control: 13.1) each pressed twice (a check box goes back, an
-    exclusive choice stays). The figure ends as it started, so the list can run again."""
+    exclusive choice stays). Each slider ends at its least value, not where it started:
+    `model.reset()` before running the list again, or the second run measures other
+    states (the later sliders' sweeps then run with the earlier ones at their least)."""
     from PySide6.QtWidgets import QAbstractButton, QComboBox, QSlider
 
     changes = []
