@@ -445,3 +445,25 @@ def test_an_axis_draws_the_labels_of_its_new_range(qapp):
     item.setXRange(0, 5000, padding=0)
     assert "2000" in labels() and "4" not in labels()
     widget.close()
+
+
+def test_a_cell_grid_handed_the_same_cells_again_does_nothing(qapp):
+    """Static grids are set on every refresh: the same cells again ask for no repaint;
+    a new fill or text does."""
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid
+
+    grid = CellGrid()
+    asked = []
+    grid.update = lambda *area: asked.append(area)
+    rects = np.array([[0, 0, 1, 1], [1, 0, 1, 1]], dtype=float)
+    busy, idle = theme.color("compute"), theme.color("idle")
+    grid.set_cells(rects, [busy, idle], texts=["a", "b"])
+    asked.clear()
+    grid.set_cells(rects.copy(), [theme.color("compute"), idle], texts=["a", "b"])
+    assert asked == []
+    grid.set_cells(rects, [busy, busy], texts=["a", "b"])
+    assert asked
+    asked.clear()
+    grid.set_cells(rects, [busy, busy], texts=["a", "c"])
+    assert asked

@@ -82,6 +82,7 @@ class CellGrid(pg.GraphicsObject):
         # cells with it to repaint only those that changed.
         self._shown: tuple | None = None
         self._shown_look: tuple | None = None
+        self._given: tuple | None = None  # set_cells' arguments last time, but the cells
 
     def apply_look(self) -> None:
         """Take the current look's font and line sizes (the texts are laid out again)."""
@@ -137,13 +138,25 @@ class CellGrid(pg.GraphicsObject):
             hatched = given & np.fromiter(hatch, dtype=bool, count=len(fills))
         # An opaque fill's hatch brush holds the fill (hatch_brush): filling those cells
         # first would write their pixels twice (timelines are mostly idle at times).
-        opaque = (fill_keys >> 24) & 0xFF == 0xFF
-        self._fill_groups = _group(self._array, np.where(hatched & opaque, -1, fill_keys),
-                                   fills)
-        self._hatch_groups = [(fill, hatch_ink, rows)
-                              for fill, rows in _group(self._array,
-                                                       np.where(hatched, fill_keys, -1), fills)]
         outline_keys = colour_codes(outlines) if outlines is not None else None
+        look = (outline_width, outline_style, _key(text_color), _key(hatch_ink),
+                theme.current().name)
+        # Static grids are handed the same cells on every refresh: nothing to do.
+        given = (fill_keys.tobytes(), None if outline_keys is None else outline_keys.tobytes(),
+                 None if texts is None else tuple(texts), hatched.tobytes(), look)
+        if not moved and given == self._given:
+            return
+        self._given = given
+        if hatched.any():
+            opaque = (fill_keys >> 24) & 0xFF == 0xFF
+            self._fill_groups = _group(self._array,
+                                       np.where(hatched & opaque, -1, fill_keys), fills)
+            self._hatch_groups = [
+                (fill, hatch_ink, rows)
+                for fill, rows in _group(self._array, np.where(hatched, fill_keys, -1), fills)]
+        else:  # most grids: no idle cells
+            self._fill_groups = _group(self._array, fill_keys, fills)
+            self._hatch_groups = []
         outline_groups = (_group(self._array, outline_keys, outlines)
                           if outlines is not None else [])
         if (bool(outline_groups), outline_width) != (bool(self._outline_groups),
@@ -160,7 +173,6 @@ class CellGrid(pg.GraphicsObject):
         self._outline_base = outline_width
         self._outline_width = theme.line_width(outline_width)
         self._outline_style = outline_style
-        look = (outline_width, outline_style, _key(text_color), _key(hatch_ink))
         if moved:  # repainted whole: nothing to compare the next cells with
             changed = self._shown = None
         else:
@@ -219,6 +231,9 @@ class CellGrid(pg.GraphicsObject):
             self._line_rows = ([i for i, text in enumerate(texts) if "\n" in text]
                                if multiline else [])
         rows, lines = self._text_rows, self._line_rows
+        if not len(rows) and not lines:  # no texts: no inks to find
+            self._text_inks, self._multiline = [], []
+            return
         if self._text_color is not None:
             self._text_inks = [self._text_color] * len(rows)
             self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], self._text_color)
