@@ -82,7 +82,7 @@ class CellGrid(pg.GraphicsObject):
         # cells with it to repaint only those that changed.
         self._shown: tuple | None = None
         self._shown_look: tuple | None = None
-        self._given: tuple | None = None  # set_cells' arguments last time, but the cells
+        self._given: tuple | None = None  # the last set_cells' colours, texts and look
 
     def apply_look(self) -> None:
         """Take the current look's font and line sizes (the texts are laid out again)."""
@@ -130,12 +130,12 @@ class CellGrid(pg.GraphicsObject):
         if len(fills) != len(self._array):
             raise ValueError(f"{len(fills)} colours for {len(self._array)} cells")
         fill_keys = colour_codes(fills)
-        given = fill_keys != -1
+        filled = fill_keys != -1
         if hatch is None:
             idle = theme.color("idle").rgb() & 0xFFFFFF
-            hatched = given & ((fill_keys & 0xFFFFFF) == idle)
+            hatched = filled & ((fill_keys & 0xFFFFFF) == idle)
         else:
-            hatched = given & np.fromiter(hatch, dtype=bool, count=len(fills))
+            hatched = filled & np.fromiter(hatch, dtype=bool, count=len(fills))
         # An opaque fill's hatch brush holds the fill (hatch_brush): filling those cells
         # first would write their pixels twice (timelines are mostly idle at times).
         outline_keys = colour_codes(outlines) if outlines is not None else None
