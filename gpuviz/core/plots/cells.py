@@ -82,7 +82,6 @@ class CellGrid(pg.GraphicsObject):
         # cells with it to repaint only those that changed.
         self._shown: tuple | None = None
         self._shown_look: tuple | None = None
-        self._given: tuple | None = None  # the last set_cells' colours, texts and look
 
     def apply_look(self) -> None:
         """Take the current look's font and line sizes (the texts are laid out again)."""
@@ -141,12 +140,11 @@ class CellGrid(pg.GraphicsObject):
         outline_keys = colour_codes(outlines) if outlines is not None else None
         look = (outline_width, outline_style, _key(text_color), _key(hatch_ink),
                 theme.current().name)
+        shown = (fill_keys, outline_keys,
+                 None if texts is None else np.array(list(texts), dtype=object), hatched)
         # Static grids are handed the same cells on every refresh: nothing to do.
-        given = (fill_keys.tobytes(), None if outline_keys is None else outline_keys.tobytes(),
-                 None if texts is None else tuple(texts), hatched.tobytes(), look)
-        if not moved and given == self._given:
+        if not moved and look == self._shown_look and _same(shown, self._shown):
             return
-        self._given = given
         if hatched.any():
             opaque = (fill_keys >> 24) & 0xFF == 0xFF
             self._fill_groups = _group(self._array,
@@ -173,14 +171,9 @@ class CellGrid(pg.GraphicsObject):
         self._outline_base = outline_width
         self._outline_width = theme.line_width(outline_width)
         self._outline_style = outline_style
-        if moved:  # repainted whole: nothing to compare the next cells with
-            changed = self._shown = None
-        else:
-            shown = (fill_keys, outline_keys,
-                     None if texts is None else np.array(self._texts, dtype=object), hatched)
-            changed = None if look != self._shown_look else self._changed(shown)
-            self._shown = shown
-        self._shown_look = look
+        # Moved cells (or a new look) repaint the whole grid; else only what changed.
+        changed = None if moved or look != self._shown_look else self._changed(shown)
+        self._shown, self._shown_look = shown, look
         if changed is None:
             self.update()
         else:
@@ -437,6 +430,14 @@ def colour_codes(colors: Sequence[QColor | None]) -> np.ndarray:
     unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     codes = np.array([_key(colors[i]) for i in first.tolist()], dtype=np.int64)
     return codes[inverse.reshape(-1)]
+
+
+def _same(shown: tuple, before: tuple | None) -> bool:
+    """Whether the cells' colours, texts and hatching are those painted before."""
+    return before is not None and all(
+        (a is None and b is None) or (a is not None and b is not None
+                                      and np.array_equal(a, b))
+        for a, b in zip(shown, before, strict=True))
 
 
 def _group(array: np.ndarray, keys: np.ndarray, colors: Sequence[QColor | None]
