@@ -111,6 +111,23 @@ def test_choice_buttons_stay_put_while_a_count_on_them_keeps_its_digits(themed):
     page.close()
 
 
+def test_only_the_checked_choice_button_has_a_style_sheet(themed):
+    """A button under a style sheet is drawn by Qt's style sheet style, which takes no
+    panel from Fusion's pixmap cache: 1.1's unchecked level buttons were drawn anew on
+    every change of their counts. Only the checked one carries the sheet, after a click
+    too."""
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "1.1")
+    _, page = _page(spec, themed)
+    levels = page.view.levels
+    assert not levels.styleSheet()
+    for clicked in list(levels.buttons.values())[:2]:
+        clicked.click()
+        themed.processEvents()
+        assert [bool(b.styleSheet()) for b in levels.buttons.values()] == [
+            b is clicked for b in levels.buttons.values()]
+    page.close()
+
+
 @pytest.mark.parametrize("number", ["6.5", "1.1"])
 def test_each_switch_leaves_the_window_as_a_full_render(number, themed):
     """6.5's fixes repaint the rows of its table that changed; 1.1's level buttons."""

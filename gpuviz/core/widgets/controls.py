@@ -224,18 +224,29 @@ class ChoiceButtons(BoundControl):
             self.group.addButton(button)
             self.buttons[value] = button
             layout.addWidget(button)
-        self._restyle()
-        # Qt keeps the font a widget with a style sheet (and its buttons) had when the
-        # sheet was set: set it again when the look (or the lecture scale) changes.
+        self._restyle()  # and checks the current choice
+        # Qt keeps the font a widget with a style sheet had when the sheet was set: set
+        # it again when the look (or the lecture scale) changes.
         theme.look.changed.connect(self._restyle)
-        self.sync()
 
     def _restyle(self) -> None:
+        # Only the checked button has the style sheet: a button under a style sheet is
+        # drawn by Qt's style sheet style, which takes nothing from Fusion's pixmap cache
+        # (an unchecked button cost 0.4 ms at 1920x1080, on every change of its text).
         selected = theme.color("compute")
-        self.setStyleSheet(f"QPushButton:checked {{ background-color: {selected.name()}; "
-                           f"color: {theme.readable_on(selected).name()}; "
-                           f"border: 1px solid {selected.name()}; }}")
-        self._share_width()  # the font may have changed
+        self._checked_sheet = (
+            f"QPushButton:checked {{ background-color: {selected.name()}; "
+            f"color: {theme.readable_on(selected).name()}; "
+            f"border: 1px solid {selected.name()}; }}")
+        for button in self.buttons.values():
+            button.setStyleSheet("")  # Qt keeps the font a button had when its sheet was set
+        self.sync()
+        self._share_width()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:  # a new look's font comes after look.changed
+            self._share_width()
 
     def set_labels(self, texts: dict[object, str]) -> None:
         """The buttons' texts by value (they may have lines, e.g. a count under the name);
@@ -268,6 +279,9 @@ class ChoiceButtons(BoundControl):
         for value, button in self.buttons.items():
             with QSignalBlocker(button):
                 button.setChecked(value == current)
+            sheet = self._checked_sheet if value == current else ""
+            if button.styleSheet() != sheet:
+                button.setStyleSheet(sheet)
 
 
 class ToggleBox(BoundControl):
