@@ -167,8 +167,11 @@ class Legend(pg.GraphicsObject):
             area = self._box.rect()
             x = area.left() + self._offset + ax * (area.width() - width - 2 * self._offset)
             y = area.top() + self._offset + ay * (area.height() - height - 2 * self._offset)
-        # On whole pixels: the pixmap cache is copied there as it was painted.
-        self.setPos(round(x), round(y))
+        # On whole pixels of the scene (the view box may sit at a fraction of one): the
+        # pixmap cache is copied where it was painted, and one painted at another
+        # fraction drew the text a pixel off.
+        corner = self._box.mapToScene(QPointF(x, y))
+        self.setPos(self._box.mapFromScene(QPointF(round(corner.x()), round(corner.y()))))
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
         return QRectF(0, 0, *self._size)

@@ -60,6 +60,7 @@ class BucketingView(FigureView):
             high = out.step_time + 0.05 * (out.step_time - low)
             # The enlarged end gets only the boxes it shows; a click reads the same box.
             seen = np.flatnonzero((end >= low / MS) & (start <= high / MS))
+            self.timeline.set_time_range(out.step_time / MS)  # first: boxes are measured by it
             self.timeline.set_boxes(lanes, start, end, fills, texts)
             self.zoom.set_boxes(lanes[seen], start[seen], end[seen],
                                 [fills[i] for i in seen.tolist()],
@@ -67,7 +68,6 @@ class BucketingView(FigureView):
             for timeline in (self.timeline, self.zoom):
                 timeline.set_idle(np.zeros(exposed), np.full(exposed, out.backward_time / MS),
                                   np.full(exposed, out.step_time / MS))
-            self.timeline.set_time_range(out.step_time / MS)
             self.zoom_plot.getPlotItem().setXRange(low / MS, high / MS, padding=0)
         self.message.show_message(self._comment(), warn=out.exposed > 0.1 * out.backward_time)
 

@@ -9,7 +9,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import time_text
 from gpuviz.core.plots import Segment, curve, pen, plot_widget
-from gpuviz.core.timeline import Timeline
+from gpuviz.core.timeline import Timeline, fill_by_kind
 from gpuviz.models.data_parallel import COMPUTE_STREAM, FSDP_LANES
 
 LANES = tuple(lane.resource for lane in FSDP_LANES)
@@ -48,10 +48,10 @@ class FsdpView(FigureView):
         t = self.model.t
         playing = self.model.progress < 1.0
         until = t if playing else None
+        self.timeline.set_time_range(result.step_time / MS)  # first: boxes are measured by it
         self.timeline.show_schedule(
-            result, lambda task: theme.color(KIND_ROLES[task.kind]),
+            result, fill_by_kind(KIND_ROLES),
             idle_lanes=(COMPUTE_STREAM,), until=until, scale=1 / MS)
-        self.timeline.set_time_range(result.step_time / MS)
         self.timeline.set_playhead(t / MS if playing else None)
 
         times, counts = out.times, out.counts

@@ -66,6 +66,11 @@ class PuzzleView(FigureView):
             self.plot.getPlotItem().setLabel("bottom", f"Time ({self.unit})")
             rows = profile.rows
             texts = len(rows.tasks) <= TEXTS_UP_TO
+            # The range before the boxes, which are measured against it (outlines). The
+            # puzzle's axis moves in 1-2-5 steps: four of its cases share one.
+            limit = widest * self.factor
+            self.timeline.set_time_range(limit if opened else nice_ceiling(limit),
+                                         exact=not opened)
             # A trace's operators enclose its launches: their names would cross the
             # launches' (the puzzle's Python work encloses nothing).
             unnamed = ("cpu",) if opened else ()
@@ -78,10 +83,6 @@ class PuzzleView(FigureView):
             self.timeline.set_idle([lane for lane in lanes for _ in gaps],
                                    [a * self.factor for _ in lanes for a, _ in gaps],
                                    [b * self.factor for _ in lanes for _, b in gaps])
-            # The puzzle's axis moves in 1-2-5 steps: four of its cases share one.
-            limit = widest * self.factor
-            self.timeline.set_time_range(limit if opened else nice_ceiling(limit),
-                                         exact=not opened)
         self.before_line.setVisible(before is not None)
         self.before_label.setVisible(before is not None)
         if before is not None and self.needs_update("before", before):

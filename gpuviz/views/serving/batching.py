@@ -8,15 +8,10 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
 from gpuviz.core.plots import plot_widget
-from gpuviz.core.schedule import Task
-from gpuviz.core.timeline import Timeline
+from gpuviz.core.timeline import Timeline, fill_by_kind
 from gpuviz.models.serving.batching import DECODE, POLICIES, BatchingOut, Policy
 
 FILLS = {DECODE: "compute_light"}  # a prefill is "compute"
-
-
-def fill(task: Task):  # noqa: ANN201 - a QColor
-    return theme.color(FILLS.get(task.kind, "compute"))
 
 
 class BatchingView(FigureView):
@@ -44,6 +39,7 @@ class BatchingView(FigureView):
     def refresh(self) -> None:
         out: BatchingOut = self.model.out
         end = max(out.static.steps, out.continuous.steps)
+        fill = fill_by_kind(FILLS)
         for policy, timeline in self.timelines.items():
             p: Policy = getattr(out, policy)
             timeline.set_lanes(p.lanes, [f"slot {s + 1}" for s in range(len(p.lanes))])

@@ -12,9 +12,8 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_time_ticks
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
-from gpuviz.core.schedule import Task
 from gpuviz.core.text import TextLayer
-from gpuviz.core.timeline import Timeline
+from gpuviz.core.timeline import Timeline, fill_by_kind
 from gpuviz.models.serving.long_prompt import (
     DECODE,
     DECODE_GPU,
@@ -28,10 +27,6 @@ ROLES = {DECODE: "memory", PREFILL: "compute", TRANSFER: "network"}
 FLOOR = -3.0  # log10 seconds at the bottom of the TPOT axis: 1 ms
 GAP = 0.12  # of a decode step, left between bars
 MIN_GAP_PX = 1.0
-
-
-def fill(task: Task):  # noqa: ANN201 - a QColor
-    return theme.color(ROLES[task.kind])
 
 
 class LongPromptView(FigureView):
@@ -56,6 +51,8 @@ class LongPromptView(FigureView):
         self.arrival_label = self.text.add(role="highlight", size=9, bold=True,
                                            anchor=(-0.05, 1.0))
         item.addItem(self.text)
+        # The gaps between the bars are a pixel at least: worked out again at a new size.
+        item.getViewBox().sigResized.connect(self.schedule_refresh)
         legend = Legend(item, anchor=(1, 0), columns=2)
         legend.add_box("decode step", theme.color("memory"))
         legend.add_box("step carrying the prompt", theme.color("compute"))
@@ -79,6 +76,7 @@ class LongPromptView(FigureView):
             set_time_ticks(item.getAxis("left"), FLOOR, top)
             self.text.set_bounds(QRectF(0, FLOOR, out.horizon, top - FLOOR))
         on_decode = ~np.isnan(out.tpot)
+        fill = fill_by_kind(ROLES)
         tasks = [task for task, keep in zip(out.schedule.tasks, on_decode, strict=True)
                  if keep]
         start, end = out.schedule.start[on_decode], out.schedule.end[on_decode]
