@@ -16,6 +16,7 @@ from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, hatch_sheet, pixel_size
 from gpuviz.core.text import laid_out
 
+SMALL = 32  # cells: up to this many, colours are grouped in Python rather than numpy
 PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
 TEXT_AIR = 1  # px a text leaves free across its cell, so that neighbours read apart
 
@@ -234,11 +235,18 @@ class CellGrid(pg.GraphicsObject):
             return
         # One ink per distinct fill: what reads on it.
         fills, background = self._fills, theme.color("background")
-        _, first, inverse = np.unique(self._fill_keys, return_index=True, return_inverse=True)
-        by_fill = [theme.readable_on(composite(fills[i], background)) for i in first.tolist()]
-        ink_of = inverse.reshape(-1)
-        self._text_inks = [by_fill[k] for k in ink_of[rows].tolist()]
-        self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], by_fill[ink_of[i]])
+        look = (background.rgba(), theme.color("text").rgba())
+        keys = self._fill_keys.tolist()
+        inks = {}
+        for key in set(keys):
+            if (key, *look) not in _INKS:
+                if len(_INKS) > 4096:
+                    _INKS.clear()
+                fill = fills[keys.index(key)]
+                _INKS[(key, *look)] = theme.readable_on(composite(fill, background))
+            inks[key] = _INKS[(key, *look)]
+        self._text_inks = [inks[key] for key in self._fill_keys[rows].tolist()]
+        self._multiline = [(QRectF(*self._array[i].tolist()), texts[i], inks[keys[i]])
                            for i in lines]
 
     def _cut(self, text: str, room: float) -> tuple[QStaticText, float] | None:
@@ -398,6 +406,10 @@ class CellGrid(pg.GraphicsObject):
 _NUMBER = re.compile(r"[−-]?\d")
 
 
+# The text colour that reads on a fill, by (fill, background, text) rgba: worked out once.
+_INKS: dict[tuple[int, int, int], QColor] = {}
+
+
 def _may_narrow(text: str) -> bool:
     """Whether `text` can have a narrower form (narrower_number): a minus sign or a zero
     before the point."""
@@ -426,6 +438,11 @@ def _key(color: QColor | None) -> int:
 def colour_codes(colors: Sequence[QColor | None]) -> np.ndarray:
     """The colours as rgba numbers (-1 for None), to compare in numpy: a few distinct
     QColor objects among thousands of cells, so each is converted once."""
+    if len(colors) <= SMALL:  # a bar or two: a dict costs less than numpy's sort
+        known: dict[int, int] = {}
+        return np.fromiter((known[id(c)] if id(c) in known
+                            else known.setdefault(id(c), _key(c)) for c in colors),
+                           dtype=np.int64, count=len(colors))
     ids = np.fromiter(map(id, colors), dtype=np.int64, count=len(colors))
     unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     codes = np.array([_key(colors[i]) for i in first.tolist()], dtype=np.int64)
@@ -447,6 +464,12 @@ def _group(array: np.ndarray, keys: np.ndarray, colors: Sequence[QColor | None]
     of rows: drawn in one call straight from its memory, with no QRectF made per cell."""
     if len(keys) != len(array):
         raise ValueError(f"{len(keys)} colours for {len(array)} cells")
+    if len(keys) <= SMALL:
+        rows: dict[int, list[int]] = {}
+        for row, key in enumerate(keys.tolist()):
+            if key != -1:
+                rows.setdefault(key, []).append(row)
+        return [(colors[group[0]], array[group]) for group in rows.values()]
     unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return [(colors[start], np.ascontiguousarray(array[inverse.reshape(-1) == index]))
             for index, start in sorted(enumerate(first.tolist()), key=lambda pair: pair[1])

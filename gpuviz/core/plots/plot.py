@@ -91,6 +91,10 @@ class GridPlotWidget(pg.PlotWidget):
             axisItems={name: Axis(name) for name in ("left", "bottom")}))
         self._grid: list[tuple[QPen, list[QLineF]]] | None = None  # None: work it out
         item = self.getPlotItem()
+        # pyqtgraph's hidden top and right axes follow every range change (their title set
+        # again, ~0.1 ms a plot): no figure shows them.
+        for name in ("top", "right"):
+            item.getAxis(name).unlinkFromView()
         # Through a Python method: PySide 6.11 keeps ~70 bytes for good of each connection
         # to a C++ slot such as update, once per plot a kiosk builds.
         item.grid_changed.connect(self._redraw_grid)
