@@ -16,7 +16,7 @@ from gpuviz import theme
 from gpuviz.core.plots.look import composite, hatch_brush, hatch_sheet, pixel_size
 from gpuviz.core.text import laid_out
 
-SMALL = 32  # cells: up to this many, colours are grouped in Python rather than numpy
+SMALL = 128  # cells: up to this many, colours are grouped in Python (numpy is ahead past ~200)
 PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
 TEXT_AIR = 1  # px a text leaves free across its cell, so that neighbours read apart
 
