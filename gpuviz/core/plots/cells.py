@@ -438,7 +438,7 @@ def _key(color: QColor | None) -> int:
 def colour_codes(colors: Sequence[QColor | None]) -> np.ndarray:
     """The colours as rgba numbers (-1 for None), to compare in numpy: a few distinct
     QColor objects among thousands of cells, so each is converted once."""
-    if len(colors) <= SMALL:  # a bar or two: a dict costs less than numpy's sort
+    if len(colors) <= SMALL:  # a few bars: a dict costs less than numpy's sort
         known: dict[int, int] = {}
         return np.fromiter((known[id(c)] if id(c) in known
                             else known.setdefault(id(c), _key(c)) for c in colors),

@@ -56,7 +56,10 @@ def _cell_pixels(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray]:
     y, x = np.arange(rows * CELL_PX)[:, None], np.arange(columns * CELL_PX)[None, :]
     gap = (y % CELL_PX >= CELL_PX - GAP_PX) | (x % CELL_PX >= CELL_PX - GAP_PX)
     cell = np.where(gap, -1, (y // CELL_PX) * columns + x // CELL_PX)
-    return cell, (x + y) % 3 == 0
+    hatch = (x + y) % 3 == 0
+    for kept in (cell, hatch):  # shared by every image of this shape
+        kept.setflags(write=False)
+    return cell, hatch
 
 
 def _rgba(color: QColor) -> list[int]:
