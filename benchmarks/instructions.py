@@ -90,6 +90,8 @@ def count(number: str, args: argparse.Namespace) -> tuple[int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import latency
+
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
         child(argv[1], argv[2], argv[3], Path(argv[4]), Path(argv[5]))
@@ -97,13 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figures", help="comma-separated figure numbers (default: all)")
     parser.add_argument("--theme", default="projector", choices=("dark", "light", "projector"))
-    parser.add_argument("--size", default="1920x1080", help="the page's size, WxH")
-    parser.add_argument("--scale", default=1.0, type=float, help="device pixel ratio")
+    # The same checks of size and ratio as the latency benchmark's.
+    parser.add_argument("--size", default="1920x1080", type=latency._size,
+                        help="the page's size, WxH")
+    parser.add_argument("--scale", default=1.0, type=latency._scale,
+                        help="device pixel ratio")
     args = parser.parse_args(argv)
-    if not re.fullmatch(r"\d{3,5}x\d{3,5}", args.size):
-        parser.error(f"--size takes WxH, not {args.size!r}")
-    if not 1.0 <= args.scale <= 4.0:
-        parser.error("--scale takes a device pixel ratio from 1 to 4")
+    args.size = "{}x{}".format(*args.size)
     if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
         parser.error("needs valgrind and callgrind_control (Debian: apt install valgrind)")
     from gpuviz import catalog
