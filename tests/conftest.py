@@ -15,19 +15,15 @@ settings.register_profile("gpuviz", deadline=None, max_examples=60)
 settings.load_profile("gpuviz")
 
 
-def delete_closed_widgets() -> None:
+@pytest.fixture(autouse=True)
+def no_widget_left_behind():
     """Really delete what qtbot closed: its deleteLater waits for an event loop, which
     most tests never run, so every page built stayed alive, and each look change of a
     later test restyled them all (thousands of widgets by the end of a worker's run)."""
+    yield
     from PySide6.QtCore import QCoreApplication, QEvent
 
     QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
-
-
-@pytest.fixture(autouse=True)
-def no_widget_left_behind():
-    yield
-    delete_closed_widgets()
 
 
 @pytest.fixture(autouse=True)
