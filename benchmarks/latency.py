@@ -147,6 +147,8 @@ def measure_repainted(page, changes: list, app) -> float:  # noqa: ANN001
 
 def measure_figure(spec, app, size=(1280, 800),  # noqa: ANN001
                    pixels: bool = False) -> dict[str, float | None]:
+    from PySide6.QtCore import QEvent
+
     from gpuviz.core.figure_view import FigurePage
 
     model = spec.make_model()
@@ -185,7 +187,9 @@ def measure_figure(spec, app, size=(1280, 800),  # noqa: ANN001
         fps = measure_fps(page, model, app)
     page.close()
     page.deleteLater()
-    app.processEvents()
+    # Outside a running event loop a deferred delete waits until asked for: without this
+    # every page measured stayed alive behind the next figures' runs.
+    app.sendPostedEvents(None, QEvent.DeferredDelete)
     return {"p50_ms": round(statistics.median(samples), 2) if samples else None,
             "p95_ms": round(percentile(samples, 0.95), 2) if samples else None,
             "cpu_p95_ms": round(percentile(cpu_samples, 0.95), 2) if samples else None,
