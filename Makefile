@@ -19,11 +19,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check gpuviz tests benchmarks
 	$(BIN)/lint-imports
 
-# One worker per core (pytest-xdist) for the tests, then the slow packaging tests on their
-# own: they build in the checkout (build/, dist/) and must not run beside each other.
+# One worker per core (pytest-xdist) for the tests, then the slow packaging tests, a file
+# per worker: the bundle (make dist, in the checkout's build/ and dist/) beside the wheel
+# (built from a copy of the checkout), so each build runs once and neither sees the other.
 test: $(STAMP) lint  ## set everything up and run the tests
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n auto -m "not slow"
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m slow
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m slow -n 2 --dist loadfile
 
 bench: $(STAMP)  ## update + repaint latency, frame rate and start-up time
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/latency.py

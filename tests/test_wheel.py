@@ -9,6 +9,7 @@ sets it. It needs the package index only for what pip's cache lacks.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -40,9 +41,15 @@ RESOURCE_FILES = sorted(p.relative_to(ROOT / "resources").as_posix()
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> Path:
-    """A wheel and an sdist of this checkout, built as `python -m build` builds them."""
+    """A wheel and an sdist of this checkout, built as `python -m build` builds them, from
+    a copy of it: the build writes gpuviz.egg-info into the tree it builds, and `make dist`
+    (the bundle tests, on the other worker of `make test`) writes it into the checkout."""
+    tree = tmp_path_factory.mktemp("checkout") / "gpuviz"
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
+        ".hypothesis"))
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(tree)],
                    check=True, capture_output=True)
     return out
 
