@@ -220,6 +220,34 @@ def test_hatched_cells_are_the_pixels_of_a_fill_with_the_hatch_brush(qapp, ratio
     assert drawn == expected
 
 
+def test_a_hatched_cell_far_wider_than_the_view_is_hatched_where_it_shows(qapp):
+    """A typed number can make a bar 10^12 pixels long (13.3 at an MFU of 10^11 %): the
+    hatching is cut to the device, not drawn from a sheet of that size (it once crashed
+    in QPixmap's constructor), and the pixels that show are hatched as before."""
+    from PySide6.QtGui import QTransform
+
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid
+    from gpuviz.core.plots.look import _SHEETS
+
+    theme.apply("dark", qapp)
+    fill = theme.color("idle")
+
+    def painted(width: float) -> QImage:
+        image = QImage(300, 100, QImage.Format_RGB32)
+        image.fill(0xFF202020)
+        grid = CellGrid()
+        grid.set_cells(np.array([[-5.0, 10.0, width, 50.0]]), [fill], hatch=[True])
+        painter = QPainter(image)
+        painter.setTransform(QTransform(1.0, 0, 0, 1.0, 0.0, 0.0))
+        grid.paint(painter)
+        painter.end()
+        return image
+
+    assert painted(1e12) == painted(400.0)
+    assert max(sheet.width() for sheet in _SHEETS.values()) < 4096
+
+
 def test_legend_labels_after_a_hatched_swatch_are_drawn_at_ratio_2(qapp):
     """The hatch's texture brush once made the raster engine drop the next rows' labels
     at a device pixel ratio of 2 (the labels after "idle" vanished on a 4K laptop)."""

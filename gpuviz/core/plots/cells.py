@@ -356,14 +356,19 @@ class CellGrid(pg.GraphicsObject):
         those a fill with the hatch brush gives: its edges rounded to device pixels as
         Qt rounds them, the pattern anchored at the view's top left."""
         t = painter.transform()
-        ratio = painter.device().devicePixelRatio()
+        device = painter.device()
+        ratio = device.devicePixelRatio()
+        # Cut to the device: a cell far larger than the view (a bar of 10^11 % that a
+        # typed number can ask for) would ask for a hatch sheet of that many pixels.
+        # The cut keeps the pattern's phase, which comes from device positions.
+        width_px, height_px = device.width() * ratio, device.height() * ratio
         painter.save()
         painter.resetTransform()
         for fill, ink, cells in self._hatch_groups:
             x = t.m11() * np.column_stack([cells[:, 0], cells[:, 0] + cells[:, 2]]) + t.dx()
             y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
-            left, right = np.floor(np.sort(x, axis=1) * ratio + 0.5).T
-            top, bottom = np.floor(np.sort(y, axis=1) * ratio + 0.5).T
+            left, right = np.clip(np.floor(np.sort(x, axis=1) * ratio + 0.5), 0, width_px).T
+            top, bottom = np.clip(np.floor(np.sort(y, axis=1) * ratio + 0.5), 0, height_px).T
             shown = (right > left) & (bottom > top)
             if not shown.any():
                 continue
