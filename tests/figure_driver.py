@@ -9,6 +9,7 @@ import random
 from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QPushButton, QSlider
 
 from gpuviz.core.figure_view import FigurePage
+from gpuviz.core.widgets.controls import NumberEntry
 
 
 def build_page(spec, size=(1280, 800)) -> FigurePage:  # noqa: ANN001
@@ -43,6 +44,16 @@ def buttons(page: FigurePage) -> list[QPushButton]:
     return [b for b in page.findChildren(QPushButton) if b.text() != "Explain"]
 
 
+def number_entries(page: FigurePage) -> list[NumberEntry]:
+    return [entry for entry in page.findChildren(NumberEntry) if entry.isVisible()]
+
+
+def type_number(entry: NumberEntry, text: str) -> None:
+    """Type `text` into the field and press Enter, as a user does."""
+    entry.edit.setText(text)
+    entry.edit.editingFinished.emit()
+
+
 def readout_texts(page: FigurePage) -> dict[str, str]:
     return page.view.readouts.texts()
 
@@ -62,7 +73,7 @@ def pause(page: FigurePage) -> None:
 
 def random_action(page: FigurePage, rng: random.Random) -> None:
     """One random thing a user could do with this figure."""
-    kind = rng.choice(("slider", "slider", "combo", "check", "button", "time"))
+    kind = rng.choice(("slider", "slider", "combo", "check", "button", "time", "typed"))
     if kind == "slider" and sliders(page):
         slider = rng.choice(sliders(page))
         slider.setValue(rng.choice((slider.minimum(), slider.maximum(),
@@ -77,6 +88,13 @@ def random_action(page: FigurePage, rng: random.Random) -> None:
         button = rng.choice(buttons(page))
         if button.isEnabled():
             button.click()
+    elif kind == "typed" and number_entries(page):
+        # A typed number may combine with the sliders into what no slider reaches (13.3's
+        # step time at its least with the most tokens: an MFU of 10^11 %).
+        entry = rng.choice(number_entries(page))
+        low, high = entry.param.minimum, entry.param.maximum
+        if low is not None and high is not None:
+            type_number(entry, f"{rng.choice((low, high, rng.uniform(low, high))):g}")
     elif kind == "time" and hasattr(page.model, "advance"):
         page.model.set_playing(True)
         for _ in range(rng.randint(1, 5)):
