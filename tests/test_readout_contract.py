@@ -246,6 +246,7 @@ def test_predict_first_hides_the_answer_until_revealed_and_again_on_a_new_guess(
     assert Guess.how_close(11, 10) == "spot on"
     assert Guess.how_close(30, 10) == "3.0× too high"
     assert Guess.how_close(2, 10) == "5.0× too low"
+    assert Guess.how_close(50_000_000, 10) == "5,000,000.0× too high"
 
 
 @pytest.mark.parametrize("spec", [s for s in FIGURES if s.animated], ids=lambda s: s.number)

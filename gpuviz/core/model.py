@@ -526,7 +526,7 @@ class PredictFirstModel(FigureModel):
         ratio = guess / answer
         if 0.8 <= ratio <= 1.25:
             return "spot on"
-        return f"{ratio:.1f}× too high" if ratio > 1 else f"{1 / ratio:.1f}× too low"
+        return f"{ratio:,.1f}× too high" if ratio > 1 else f"{1 / ratio:,.1f}× too low"
 
     @staticmethod
     def how_close_in_points(guess: float, answer: float) -> str:
