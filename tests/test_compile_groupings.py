@@ -134,3 +134,11 @@ def test_every_variant_holds_together(with_print, with_if, dynamic):
     assert statuses[0] == "compile" and out.calls[0].graphs_compiled == len(variant.graphs)
     assert all(not call.guard_failed for call, status in zip(out.calls, statuses, strict=True)
                if status != "recompile")
+
+
+def test_eager_calls_compile_nothing():
+    m = model(mode="eager", with_print=True, with_if=True, dynamic="false")
+    m.go_to_step("end")
+    assert m.out.statuses() == ["eager"] * 5
+    readouts = m.readouts()
+    assert readouts["recompiles"].value == 0 and readouts["graphs_compiled"].value == 0

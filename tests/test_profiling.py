@@ -172,3 +172,9 @@ def test_regime_sweep(n, k, fuse, graph, fp8):
         assert np.allclose(steps.overhead + steps.memory + steps.compute, steps.time)
     assert m.out["now"].time[0] <= m.out["before"].time[0] * (1 + 1e-12)
     assert all(r.revealed_text for r in m.readouts().values())
+
+
+def test_tokens_per_second_past_a_million_in_millions():
+    m = log_line(MfuModel(), step_time=0.01)
+    assert m.readouts()["tokens_per_second"].text == "105 M tokens/s"
+    assert MfuModel().readouts()["tokens_per_second"].text == "291,271 tokens/s"

@@ -284,6 +284,15 @@ def test_open_trace_in_the_window(window, qtbot, tmp_path):
     assert window.current == "13.1" and model.readouts()["step_time"].text == "640 µs"
     page = window.pages["13.1"]
     qtbot.waitUntil(lambda: page.view.back.isVisible(), timeout=2000)
+    view = page.view  # no timeline picked, nothing to name or fix in a trace
+    assert not any(button.isChecked() for button in view.cases.buttons.values())
+    assert not view.names.isEnabled() and not view.fix.isEnabled()
+    view.cases.buttons["A"].click()  # the timeline shown last returns to the puzzle too
+    assert model.opened is None
+    qtbot.waitUntil(lambda: view.names.isEnabled() and view.fix.isEnabled(), timeout=2000)
+    assert view.cases.buttons["A"].isChecked()
+    assert window.open_trace(SAMPLE)
+    qtbot.waitUntil(lambda: page.view.back.isVisible(), timeout=5000)
     page.view.back.click()  # back to the puzzle
     assert model.opened is None and model.readouts()["source"].text == "timeline A"
     bad = tmp_path / "bad.json"

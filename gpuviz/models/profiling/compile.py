@@ -180,13 +180,22 @@ class CompileOut:
     variant: Variant
     calls: tuple[Call, ...]  # the sequence under the chosen dynamic setting
     calls_done: int
+    eager: bool = False  # run eagerly: nothing is compiled, whatever the shapes
+
+    @property
+    def graphs_compiled(self) -> int:
+        """Graphs compiled by the calls made so far (none in eager mode)."""
+        return 0 if self.eager else sum(c.graphs_compiled for c in self.calls[:self.calls_done])
 
     @property
     def kernels(self) -> tuple[Kernel, ...]:
         return self.variant.compiled
 
     def statuses(self) -> list[str]:
-        """compile, recompile or reuse for each call made so far."""
+        """compile, recompile or reuse for each call made so far; eager for each in eager
+        mode, which compiles nothing."""
+        if self.eager:
+            return ["eager"] * self.calls_done
         return [call.status(i == 0) for i, call in enumerate(self.calls[:self.calls_done])]
 
 
@@ -222,7 +231,8 @@ class CompileModel(SteppedModel, PredictFirstModel):
 
     def compute(self) -> CompileOut:
         variant = groupings().variants[(self.with_print, self.with_if)]
-        return CompileOut(variant, variant.calls[self.dynamic], self.steps_done)
+        return CompileOut(variant, variant.calls[self.dynamic], self.steps_done,
+                          self.mode == "eager")
 
     def answer_text(self) -> str:
         answer = len(self.out.kernels)
@@ -240,7 +250,5 @@ class CompileModel(SteppedModel, PredictFirstModel):
             "graph_breaks": Readout("Graph breaks", len(out.variant.breaks)),
             "calls": Readout("Calls", out.calls_done, total=len(out.calls)),
             "recompiles": Readout("Recompiles", statuses.count("recompile")),
-            "graphs_compiled": Readout("Graphs compiled",
-                                       sum(c.graphs_compiled for c in
-                                           out.calls[:out.calls_done])),
+            "graphs_compiled": Readout("Graphs compiled", out.graphs_compiled),
         }

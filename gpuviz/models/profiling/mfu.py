@@ -24,6 +24,7 @@ import functools
 from dataclasses import dataclass
 
 from gpuviz.core.model import (
+    SI_PREFIXES,
     Parameter,
     PredictFirstModel,
     Readout,
@@ -111,6 +112,16 @@ class MfuOut:
         return self.plan_seconds / SECONDS_PER_DAY
 
 
+def tokens_readout(tokens_per_second: float) -> Readout:
+    """Tokens/s, every digit up to 999,999 (the lesson's 291,271); past that in millions,
+    billions... ("105 M tokens/s"), which keeps to the readout's column."""
+    for factor, prefix in SI_PREFIXES:
+        if factor >= 1e6 and round(tokens_per_second) >= factor:
+            return Readout("Tokens per second", tokens_per_second / factor,
+                           f"{prefix} tokens/s")
+    return Readout("Tokens per second", round(tokens_per_second), "tokens/s")
+
+
 class MfuModel(PredictFirstModel):
     """Figure 13.3: tokens/s, MFU and HFU of a training log line; the days of a planned
     run. Predict first: the MFU of the log line."""
@@ -175,8 +186,7 @@ class MfuModel(PredictFirstModel):
         planned = self.mode == "plan"
         return {
             "model_flops": si_readout("Model FLOPs per token", out.model_flops, "FLOP"),
-            "tokens_per_second": Readout("Tokens per second", round(out.tokens_per_second),
-                                         "tokens/s"),
+            "tokens_per_second": tokens_readout(out.tokens_per_second),
             "mfu": mfu if planned else self.answer(mfu),
             "hfu": hfu if planned else self.answer(hfu),
             "days": Readout("Days for the token budget", out.plan_days, "days", digits=2),

@@ -295,8 +295,8 @@ class PuzzleModel(FigureModel):
     def comment(self) -> str:
         """The sentence under the timeline: what to do, the hint, or why and the fix."""
         if self.opened is not None:
-            return ("An opened trace, read as one step on the puzzle's rows; Back to the "
-                    "puzzle (or another timeline) returns to the puzzle.")
+            return ("An opened trace, read as one step on the puzzle's rows. Back to the "
+                    "puzzle, or a timeline's button, returns to the puzzle.")
         problem = PROBLEMS[self.out.problem]
         answered = self.answered
         if answered is None:

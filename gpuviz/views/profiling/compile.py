@@ -11,7 +11,7 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import plural
 from gpuviz.core.plots import CellGrid, Segment, diagram_widget, pen, untouched
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import TextLayer, wrap_lines
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.profiling.compile import Call, CompileOut, Kernel, groupings
 
@@ -21,7 +21,8 @@ MAX_BREAKS = max(len(v.breaks) for v in groupings().variants.values())
 CALLS = len(groupings().variants[(False, False)].calls["auto"])
 ROWS = [call.rows for call in groupings().variants[(False, False)].calls["auto"]]
 X_COLUMNS = groupings().x_columns
-STATUS_ROLES = {"compile": "compute", "recompile": "highlight", "reuse": "neutral"}
+STATUS_ROLES = {"compile": "compute", "recompile": "highlight", "reuse": "neutral",
+                "eager": "neutral"}
 
 
 def columns(kernels: tuple[Kernel, ...], host_reads: tuple[int, ...]
@@ -47,8 +48,8 @@ def _most_columns() -> int:
 
 
 def call_text(call: Call, status: str) -> str:
-    if status == "reuse":
-        return "reuse"
+    if status in ("reuse", "eager"):
+        return "reuse" if status == "reuse" else "eager: no compile"
     shape = ", dynamic" if call.dynamic else ""
     return f"{status}: {plural(call.graphs_compiled, 'graph')}{shape}"
 
@@ -74,8 +75,13 @@ class CompileView(FigureView):
                                       anchor=(1, 0.5), mono=True) for n in range(MAX_LINES)]
         self.code = [self.text.add(size=CODE_SIZE, anchor=(0, 0.5), mono=True)
                      for _ in range(MAX_LINES)]
-        self.break_labels = [self.text.add("graph break", role="highlight", size=8,
-                                           anchor=(1, 1)) for _ in range(MAX_BREAKS)]
+        # A break's label goes over its line or under it, where no box is (the host
+        # reads on the break's own line; a kernel of the next graph under it).
+        # Failing both, after the source line under it (or over it) where it is short.
+        self.break_labels = [tuple(self.text.add("graph break", role="highlight", size=8,
+                                                 anchor=anchor)
+                                   for anchor in ((1, 0), (1, 1), (0, 0), (0, 1)))
+                             for _ in range(MAX_BREAKS)]
         self.code_header = self.text.add("The function", size=CODE_SIZE, bold=True)
         self.kernel_header = self.text.add(size=CODE_SIZE, bold=True)
         self.calls_header = self.text.add(size=CODE_SIZE, bold=True)
@@ -184,28 +190,68 @@ class CompileView(FigureView):
                 continue
             fill = theme.series(kernel.graph) if compiled else theme.color("compute")
             box(s["kernels"] + column * step, first, last, s["column"], fill,
-                f"{n + 1} {kernel.label}")
+                self._fitted(f"{n + 1} {kernel.label}", first, last, str(n + 1)))
         if compiled and not revealed:
             for lines in variant.graphs:
                 box(s["kernels"], min(lines), max(lines), s["column"], untouched(), "?")
         for column, first, last in placed[len(kernels):]:
             box(s["kernels"] + column * step, first, last, s["column"],
-                theme.color("highlight"), "host reads")
+                theme.color("highlight"), self._fitted("host reads", first, last, "host"))
         kind = "by graph" if compiled else "one per op"
         version = "" if s["stacked"] else f" (PyTorch {groupings().torch_version})"
         self.kernel_header.setText(f"Kernels, {kind}{version}")
         self.kernel_header.setPos(s["kernels"], s["pad"])
         right = min(s["kernels"] + self._most_columns * step, s["width"] - s["pad"])
-        for n, (segment, label) in enumerate(zip(self.breaks, self.break_labels,
-                                                 strict=True)):
+        label_width = QFontMetricsF(theme.font(8)).horizontalAdvance("graph break") + 4
+
+        def free(line: int) -> bool:  # no box on that line under the label
+            return not any(first <= line <= last
+                           and s["kernels"] + column * step < right
+                           and s["kernels"] + column * step + s["column"] > right - label_width
+                           for column, first, last in placed)
+
+        mono = QFontMetricsF(theme.font(CODE_SIZE, mono=True))
+
+        def after_code(line: int) -> float | None:  # where a label fits after the line
+            if not 1 <= line <= len(variant.source):
+                return None
+            x = s["code"] + mono.horizontalAdvance(variant.source[line - 1]) + s["line"]
+            return x if x + label_width <= s["kernels"] else None
+
+        for n, (segment, labels) in enumerate(zip(self.breaks, self.break_labels,
+                                                  strict=True)):
             shown = compiled and n < len(variant.breaks)
-            label.setVisible(shown)
             segment.setVisible(shown)
-            y = top + variant.breaks[n] * row if shown else 0.0
+            line = variant.breaks[n] if shown else 0
+            y = top + line * row
             segment.set_line(s["stripe"], y, right if shown else s["stripe"], y)
-            label.setPos(right, y - 2)
+            places = [(right, y + 2) if free(line + 1) else None,
+                      (right, y - 2) if free(line) else None]
+            places += [(x, y + dy) if x is not None else None
+                       for x, dy in ((after_code(line + 1), 2), (after_code(line), -2))]
+            chosen = next((i for i, place in enumerate(places) if place), 0)
+            for i, label in enumerate(labels):
+                label.setVisible(shown and i == chosen)
+                label.setPos(*(places[i] or (right, y + 2)))
         self._draw_calls(out, rects, fills, texts, outlines)
         self.cells.set_cells(rects, fills, outlines=outlines, texts=texts)
+
+    def _fitted(self, text: str, first: int, last: int, short: str) -> str:
+        """A kernel's label as it fits its box (a narrow column: a projector's large text
+        on a small screen): on one line, broken over two where the box is tall enough,
+        or only its short form (the kernel's number), rather than left out."""
+        s = self._size
+        metrics = QFontMetricsF(theme.font(CODE_SIZE))
+        room = s["column"] - 2  # the air CellGrid leaves beside a text
+        if metrics.horizontalAdvance(text) <= room:
+            return text
+        wrapped = wrap_lines(text, room, metrics.horizontalAdvance)
+        lines = wrapped.split("\n")
+        height = (last - first + 0.8) * s["row"]
+        if (len(lines) == 2 and len(lines) * metrics.height() <= height
+                and max(metrics.horizontalAdvance(t) for t in lines) <= room):
+            return wrapped
+        return short
 
     def _draw_calls(self, out: CompileOut, rects: list, fills: list, texts: list,
                     outlines: list) -> None:
@@ -215,7 +261,8 @@ class CompileView(FigureView):
         statuses = out.statuses()
         dynamic = self.model.parameter("dynamic").choice_label(self.model.dynamic)
         version = f", PyTorch {groupings().torch_version}" if s["stacked"] else ""
-        self.calls_header.setText(f"Calls, dynamic={dynamic}{version}")
+        how = "eager" if out.eager else f"dynamic={dynamic}"
+        self.calls_header.setText(f"Calls, {how}{version}")
         for n, (call, label) in enumerate(zip(out.calls, self.call_labels, strict=True)):
             label.setText(f"{n + 1}: x {call.rows} × {X_COLUMNS}")
             if s["stacked"]:
@@ -257,6 +304,8 @@ class CompileView(FigureView):
         if not out.calls_done:
             return text + " Press Next call to call it with new shapes."
         n = out.calls_done
+        if out.eager:
+            return text + f" Call {n}: eager mode compiles nothing, whatever the shape."
         call = out.calls[n - 1]
         guard = f" (guard failed: {call.guard_failed})" if call.guard_failed else ""
         if call.guard_failed.startswith("2 <="):  # Dynamo's 0/1 specialisation

@@ -9,17 +9,31 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_value, si_text
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, si_text
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal, TextPanel
-from gpuviz.models.profiling.mfu import PALM, TPU, MfuOut, palm_run, preset
+from gpuviz.models.profiling.mfu import (
+    PALM,
+    TPU,
+    MfuOut,
+    palm_run,
+    preset,
+    tokens_readout,
+)
 
 ROWS = ("MFU", "HFU")
 BAR = 0.6
 # The log lines the buttons load: the 7B run of the lesson, and PaLM's published run.
 LLAMA_LOG = {"preset": "llama2_7b", "accelerator": "h100_sxm", "chips": 32,
              "sequences": 256, "seq_len": 4096, "step_time": 3.6, "attention": "heads"}
+
+
+def hfu_words(recompute: str) -> str:
+    """Step 4 of the arithmetic: what HFU adds to the MFU."""
+    if recompute == "none":
+        return "HFU, with nothing recomputed, equals the MFU"
+    return f"HFU also counts the FLOPs of {recompute} recomputation"
 
 
 def palm_log() -> dict[str, object]:
@@ -37,9 +51,11 @@ class MfuView(FigureView):
             self.controls.add(name)
         self.controls.add_grid(("chips", "seq_len"))
         # A log line's inputs, or a plan's: only the mode's own are shown.
+        # Recomputation counts in both: HFU is the log line's, or what the plan's MFU asks
+        # of the chips.
         self.log_inputs = [self.controls.add("sequences"),
-                           self.controls.add("step_time", style="entry"),
-                           self.controls.add("recompute")]
+                           self.controls.add("step_time", style="entry")]
+        self.controls.add("recompute")
         self.plan_inputs = [self.controls.add("tokens"), self.controls.add("assumed_mfu")]
         self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
@@ -99,7 +115,12 @@ class MfuView(FigureView):
             for control in self.plan_inputs:
                 control.setVisible(planning)
         mfu, hfu = 100 * out.mfu, 100 * out.hfu
-        self._bars(mfu, hfu, hidden)
+        # Past the peak the axis runs on to show it, up to twice the peak; a bar longer
+        # than that (a typed step time far too short) runs off the chart, its label true.
+        right = 100.0 if hidden or hfu <= 100 else min(nice_ceiling(hfu, FINE_STEPS), 200.0)
+        if self.needs_update("right", right):
+            self.plot.getPlotItem().setXRange(0, right, padding=0)
+        self._bars(mfu, hfu, hidden, right)
         pixel = self.plot.getPlotItem().getViewBox().viewPixelSize()
         mark = min(m.assumed_mfu if planning else m.guess_mfu, 100.0)
         self.mark.set_line(mark, -0.55, mark, 1.45, pixel)
@@ -121,35 +142,45 @@ class MfuView(FigureView):
         else:
             shown = "?" if hidden else format_value(100 * out.mfu, "%", decimals=1)
             seconds = format_value(m.step_time, "s")
+            tokens = tokens_readout(out.tokens_per_second).text
+            hfu_text = "?" if hidden else format_value(100 * out.hfu, "%", decimals=1)
             self.steps.setText(
                 f"<b>1.</b> Tokens/s = {m.sequences:,} × {m.seq_len:,} / {seconds} = "
-                f"{format_value(round(out.tokens_per_second), 'tokens/s')}<br>"
+                f"{tokens}<br>"
                 f"<b>2.</b> FLOPs/token = {per_token}<br>"
                 f"<b>3.</b> MFU = tokens/s × FLOPs/token ÷ ({capacity}) = <b>{shown}</b><br>"
-                f"<b>4.</b> HFU counts the {m.recompute} recomputation too: "
-                + ("?" if hidden else format_value(100 * out.hfu, "%", decimals=1)))
+                f"<b>4.</b> {hfu_words(m.recompute)}: {hfu_text}")
         self._comment(planning, hidden, hfu)
         self.predict.sync()
 
-    def _bars(self, mfu: float, hfu: float, hidden: bool) -> None:
-        top = max(100.0, hfu)
-        rows = [(0, mfu, "compute"), (1, mfu, "compute"), (1, hfu - mfu, "compute_light")]
-        rows += [(0, top - mfu, "idle"), (1, top - hfu, "idle")]
+    def _bars(self, mfu: float, hfu: float, hidden: bool, right: float) -> None:
+        """Each row's model FLOPs, recomputed FLOPs and unused peak, drawn up to `right`
+        (the chart's edge); each coloured part is labelled with where its row has got to,
+        the true number even where the bar is cut at the edge."""
+        shown_mfu, shown_hfu = min(mfu, right), min(hfu, right)
+        recomputed = shown_hfu > shown_mfu
+        rows = [(0, 0.0, shown_mfu, "compute", mfu),
+                (1, 0.0, shown_mfu, "compute", mfu if recomputed else hfu),
+                (1, shown_mfu, shown_hfu, "compute_light", hfu),
+                (0, shown_mfu, max(shown_mfu, 100.0), "idle", 0.0),
+                (1, shown_hfu, max(shown_hfu, 100.0), "idle", 0.0)]
         rects, fills, texts = [], [], []
-        starts = {0: 0.0, 1: 0.0}
-        for row, width, role in rows:
-            rects.append((starts[row], row - BAR / 2, max(width, 0.0), BAR))
-            starts[row] += max(width, 0.0)
+        for row, start, end, role, value in rows:
+            rects.append((start, row - BAR / 2, end - start, BAR))
             fills.append(theme.color("neutral" if hidden else role))
-            texts.append("" if hidden or role == "idle" or width < 1e-9
-                         else format_value(starts[row] if role == "compute_light" else width,
-                                           "%", decimals=1))
+            texts.append("" if hidden or role == "idle" or end - start < 1e-9
+                         else format_value(value, "%", decimals=1))
         self.bars.set_cells(np.array(rects), fills, texts=texts,
-                            hatch=[not hidden and role == "idle" for _, _, role in rows])
+                            hatch=[not hidden and row[3] == "idle" for row in rows])
 
     def _comment(self, planning: bool, hidden: bool, hfu: float) -> None:
         m = self.model
-        if planning:
+        if planning and hfu > 100:
+            self.message.show_message(
+                f"Over 100% of the peak: at {format_value(m.assumed_mfu, '%', decimals=1)} "
+                f"MFU the {m.recompute} recomputation would need an HFU of "
+                f"{format_value(hfu, '%', decimals=1)}. Assume a lower MFU.", warn=True)
+        elif planning:
             self.message.show_message(
                 "The plan divides the training FLOPs by what the chips deliver at the "
                 "assumed MFU; 35–55% is typical of large dense runs.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import QPushButton
 
 from gpuviz import theme
@@ -12,6 +12,7 @@ from gpuviz.core.plots import Segment, opaque_blend, pen, plot_widget, text_item
 from gpuviz.core.schedule import Task
 from gpuviz.core.timeline import Timeline
 from gpuviz.core.trace import COMMUNICATION, COMPUTE
+from gpuviz.core.widgets import ChoiceButtons
 from gpuviz.models.profiling.puzzle import LANES, UNNAMED
 from gpuviz.models.profiling.trace_analysis import ROWS
 
@@ -26,10 +27,14 @@ TEXTS_UP_TO = 200  # boxes: a trace with more is drawn without texts in its boxe
 class PuzzleView(FigureView):
     message_lines = 3  # a named problem and its fix take three lines on a lecture screen
     def build(self) -> None:
-        self.controls.add("case", "buttons")
-        names = self.controls.add("diagnosis", "buttons")
-        names.buttons[UNNAMED].hide()  # "not named yet" is where a case starts, no button
-        self.controls.add("fixed")
+        self.cases = self.controls.add("case", "buttons")
+        for button in self.cases.buttons.values():
+            # With a trace open, every timeline's button (the last one shown too) returns
+            # to the puzzle.
+            button.clicked.connect(self.model.close_trace)
+        self.names = self.controls.add("diagnosis", "buttons")
+        self.names.buttons[UNNAMED].hide()  # "not named yet" is where a case starts
+        self.fix = self.controls.add("fixed")
         self.back = QPushButton("Back to the puzzle")
         self.back.setToolTip("Leave the opened trace and show the puzzle's timeline")
         self.back.clicked.connect(self.model.close_trace)
@@ -58,6 +63,13 @@ class PuzzleView(FigureView):
         profile = model.profile
         opened = model.opened is not None
         self.back.setVisible(opened)
+        # A trace is no timeline of the puzzle: none is shown picked, and there is no
+        # problem to name or fix until the learner picks one again.
+        for control in (self.cases, self.names):
+            if opened:
+                _uncheck_all(control)
+        for control in (self.names, self.fix):
+            control.setEnabled(not opened)
         before = None if opened or not model.fixed else model.out.profile_before.step_time
         widest = profile.step_time if opened else model.out.profile_before.step_time
         if self.needs_update("rows", (id(profile), widest)):
@@ -102,3 +114,14 @@ class PuzzleView(FigureView):
         self.message.show_message(
             f"{task.text}: {time_text(rows.start[index], 4)} to {time_text(rows.end[index], 4)}"
             f" ({time_text(task.duration, 4)}).")
+
+
+def _uncheck_all(choices: ChoiceButtons) -> None:
+    """Show no choice of a row of buttons picked (its model keeps its value)."""
+    choices.group.setExclusive(False)  # an exclusive group keeps one button checked
+    for button in choices.buttons.values():
+        with QSignalBlocker(button):
+            button.setChecked(False)
+        if button.styleSheet():
+            button.setStyleSheet("")
+    choices.group.setExclusive(True)
