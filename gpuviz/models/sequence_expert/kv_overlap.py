@@ -134,7 +134,10 @@ class KvOverlapModel(PredictFirstModel):
         return {
             "compute": time_readout("Compute per round", out.compute),
             "transfer": self.answer(time_readout("K/V transfer per round", out.transfer)),
-            "exposed": self.answer(time_readout("Transfer not hidden", out.exposed)),
+            # All hidden: "none", not "0 ns" beside times in µs and ms.
+            "exposed": self.answer(
+                time_readout("Transfer not hidden", out.exposed) if out.exposed > 0
+                else Readout("Transfer not hidden", 0.0, "s", shown="none")),
             "hidden": self.answer(Readout("Transfer hidden", out.hidden)),
             "kv_bytes": si_readout("K/V block per round", out.kv_bytes, "B"),
             "kv_heads": Readout("K/V heads", out.kv_heads),

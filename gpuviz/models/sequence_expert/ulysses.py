@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, si_readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, plural, si_readout
 from gpuviz.models.collective_sim import schedule
 
 HEADS = 8  # query heads in the grid
@@ -65,6 +65,7 @@ class UlyssesOut:
     sent: np.ndarray  # bytes each rank sends
     kv_heads: int
     warning: str  # empty when every rank gets its own K/V heads
+    rank_warning: str = ""  # empty when the selected rank is one of the P ranks
 
 
 class UlyssesModel(FigureModel):
@@ -76,12 +77,18 @@ class UlyssesModel(FigureModel):
     ranks = Parameter("4", label="Ranks P", choices=RANK_CHOICES,
                       help="GPUs sharing the sequence")
     rank = Parameter(0, label="Selected rank", minimum=0, maximum=max(RANKS) - 1, step=1,
-                     help="Its cells are drawn magenta (rank numbers above P - 1 mean "
-                          "the last rank)")
+                     help="Its cells are drawn magenta (0 to P - 1)")
     kv_heads = Parameter("8", label="K/V heads", choices=KV_CHOICES,
                          help="Fewer K/V heads than ranks (GQA) cannot be split by heads")
     tokens = Parameter(65536, label="Sequence N", unit="tokens", minimum=4096,
                        maximum=1048576, log=True, help="Tokens of the whole sequence")
+
+    def parameter_changed(self, name: str) -> None:
+        """Fewer ranks take the selected rank back to the last one, so the slider shows
+        the rank drawn (a rank set past P - 1 on its own gets `rank_warning`)."""
+        last = int(self.ranks) - 1
+        if name == "ranks" and self.get("rank") > last:
+            self._values["rank"] = last
 
     def compute(self) -> UlyssesOut:
         p, kv = int(self.ranks), int(self.kv_heads)
@@ -90,12 +97,18 @@ class UlyssesModel(FigureModel):
         shard = shard_bytes(self.tokens, p)
         warning = ""
         if kv < p:
-            warning = (f"Only {kv} K/V heads for {p} ranks: split by heads, "
-                       f"{p - kv} of {p} ranks get no K/V head of their own, so "
-                       f"each K/V head must be copied to {p // kv} ranks. "
+            without = p - kv
+            get = "gets no K/V head of its" if without == 1 else "get no K/V head of their"
+            warning = (f"Only {plural(kv, 'K/V head')} for {p} ranks: split by heads, "
+                       f"{without} of {p} ranks {get} own, so each K/V head must be "
+                       f"copied to {p // kv} ranks. "
                        "Ulysses can use at most as many ranks as K/V heads.")
+        rank_warning = ""
+        if self.rank > p - 1:
+            rank_warning = (f"There is no rank {self.rank}: with {p} ranks they are 0 to "
+                            f"{p - 1}. Drawn and counted here: rank {p - 1}, the last.")
         return UlyssesOut(owner, by_tokens != by_heads, min(self.rank, p - 1), shard,
-                          all_to_all_sent(shard, p), kv, warning)
+                          all_to_all_sent(shard, p), kv, warning, rank_warning)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out

@@ -16,7 +16,9 @@ from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.kv_overlap import BLOCK_MAX, BLOCK_MIN, KvOverlapOut
 
-X_RANGE = (math.log10(BLOCK_MIN), math.log10(BLOCK_MAX))
+EDGE_ROOM = 0.08  # decades beyond the slider's ends: the dots at c = 128 or 262,144
+# were cut in half by the plot's edges
+X_RANGE = (math.log10(BLOCK_MIN) - EDGE_ROOM, math.log10(BLOCK_MAX) + EDGE_ROOM)
 Y_RANGE = (-8.0, 1.0)  # 10 ns to 10 s: every setting's curves fit
 SIDE_LABEL_ROOM = 0.8  # decades a side label needs between c* and the edge
 

@@ -4,27 +4,29 @@ of each GPU."""
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import FINE_STEPS, nice_ceiling, si_text
 from gpuviz.core.plots import CellGrid, Legend, Segment, pen, plot_widget
+from gpuviz.core.text import TEXT_MARGIN, TextLayer
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.sequence_expert.moe_routing import EXPERTS, GPUS, TOKENS, MoeOut
 
 BRICK = 0.7  # a copy's width on the expert axis (it is one copy high, less a gap)
 GAP = 0.2  # between copies, in copies
+LEAST_PITCH_PX = 3.0  # device pixels a copy needs to be drawn as a brick and a gap
 
 
-def copy_cells(out: MoeOut) -> tuple[np.ndarray, np.ndarray]:
+def copy_cells(out: MoeOut, gap: float = GAP) -> tuple[np.ndarray, np.ndarray]:
     """Rectangles of every copy stacked on its expert (kept ones first, as they came) and
-    whether each is kept."""
+    whether each is kept; `gap` between copies (0: a stack drawn as one bar)."""
     expert = np.repeat(np.arange(EXPERTS), out.per_expert)
     height = np.arange(expert.size) - np.repeat(np.cumsum(out.per_expert) - out.per_expert,
                                                 out.per_expert)
-    rects = np.column_stack([expert - BRICK / 2, height + GAP / 2,
-                             np.full(expert.size, BRICK), np.full(expert.size, 1 - GAP)])
+    rects = np.column_stack([expert - BRICK / 2, height + gap / 2,
+                             np.full(expert.size, BRICK), np.full(expert.size, 1 - gap)])
     return rects, height < out.computed[expert]
 
 
@@ -44,6 +46,8 @@ class MoeRoutingView(FigureView):
             [[(e, f"E{e + 1}") for e in range(EXPERTS)], []])
         self.copies = CellGrid(font_size=8)
         item.addItem(self.copies)
+        self._gap = GAP
+        item.getViewBox().sigResized.connect(self._fit_gap)
         self.capacity_line = Segment(pen("text", 2, Qt.DashLine))
         item.addItem(self.capacity_line)
         legend = Legend(item, anchor=(1, 0))
@@ -58,6 +62,12 @@ class MoeRoutingView(FigureView):
         gitem.getAxis("bottom").setTicks([[(g, f"GPU {g}") for g in range(GPUS)], []])
         self.loads = CellGrid(font_size=9)
         gitem.addItem(self.loads)
+        # Each GPU's count sits on its blue part, on a plate over the violet: inside a
+        # short bar it was left out (or spilled out of it).
+        self.counts = TextLayer(QRectF(-1, 0, GPUS + 1, 10 * TOKENS))
+        gitem.addItem(self.counts)
+        self.count_labels = [self.counts.add("", size=9, anchor=(0.5, 1), plate=True)
+                             for _ in range(GPUS)]
         self.gpu_legend = Legend(gitem, anchor=(1, 0))
         self.gpu_legend.add_box("computing", theme.color("compute"))
         self.gpu_legend.add_box("waiting for the busiest GPU", theme.color("idle"))
@@ -65,19 +75,33 @@ class MoeRoutingView(FigureView):
         gitem.getViewBox().sigResized.connect(self._fit_gpu_top)
         self.add_plot(self.gpu_plot, 2)
 
+    def _fit_gap(self) -> None:
+        """Gaps between bricks of a whole number of device pixels (GAP rounded, at least
+        one), where a copy is at least LEAST_PITCH_PX high: a gap of a fraction of a
+        pixel showed as irregular bands (a pixel here, none there). Smaller, each stack
+        is drawn as one bar."""
+        copies_per_px = self.expert_plot.getPlotItem().getViewBox().viewPixelSize()[1]
+        device_px = copies_per_px / self.devicePixelRatioF()
+        pitch = 1 / max(device_px, 1e-9)
+        gap = max(1, round(GAP * pitch)) * device_px if pitch >= LEAST_PITCH_PX else 0.0
+        if gap != self._gap:
+            self._gap = gap
+            self.schedule_refresh()
+
     def _fit_gpu_top(self) -> None:
         """The GPUs' axis tall enough for the legend above the busiest bar (on a small
         projector it hid the tops of the bars and their waiting parts)."""
         busiest = max(float(self.model.out.gpu_load.max()), 1.0)
         top = max(nice_ceiling(busiest * 1.3, FINE_STEPS),
-                  self.gpu_legend.end_with_room(0.0, busiest * 1.02))
+                  self.gpu_legend.end_with_room(
+                      0.0, busiest, self.count_labels[0].height + 2 * TEXT_MARGIN))
         if top != self._top:
             self._top = top
             self.gpu_plot.getPlotItem().setYRange(0, top, padding=0)
 
     def refresh(self) -> None:
         out: MoeOut = self.model.out
-        rects, kept = copy_cells(out)
+        rects, kept = copy_cells(out, self._gap)
         revealed = self.model.revealed  # until then the copies past capacity look kept
         self.copies.set_cells(rects, list(np.where(kept | (not revealed),
                                                    theme.color("compute"),
@@ -95,8 +119,10 @@ class MoeRoutingView(FigureView):
         waits = [(g - 0.35, float(load[g]), 0.7, busiest - float(load[g]))
                  for g in range(GPUS)]
         self.loads.set_cells(np.array(bars + waits),
-                             [theme.color("compute")] * GPUS + [theme.color("idle")] * GPUS,
-                             texts=[str(int(v)) for v in load] + [""] * GPUS)
+                             [theme.color("compute")] * GPUS + [theme.color("idle")] * GPUS)
+        for g, label in enumerate(self.count_labels):
+            label.setText(str(int(load[g])))
+            label.setPos(g, float(load[g]))
 
         self.predict.sync()
         r = self.model.readouts()

@@ -52,19 +52,22 @@ class RingAttentionView(FigureView):
         self.box.addItem(self.cells)
         self.text = TextLayer(QRectF(-100, -100, 200, 200))
         chunks = 2 * RANKS_MAX
-        self.row_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5))
+        # give_way: where the cells are too small for every rank's name (8 ranks on a
+        # 1024x768 projector), every other one shows instead of all of them overprinted.
+        self.row_labels = [self.text.add(size=9, bold=True, anchor=(1, 0.5), give_way=True)
                            for _ in range(chunks)]
-        self.column_labels = [self.text.add(size=9, role="muted", anchor=(0.5, 1))
+        self.column_labels = [self.text.add(size=9, role="muted", anchor=(0.5, 1),
+                                            give_way=True)
                               for _ in range(chunks)]
         self.corner_label = self.text.add("queries ↓  keys →", size=9, role="muted",
                                           anchor=(1, 1))
         self.box.addItem(self.text)
-        legend = Legend(self.box, anchor=(1, 1))
+        self.legend = legend = Legend(self.box, anchor=(1, 1))
         legend.add_box("computed this round", theme.color("compute"))
         legend.add_box("computed before", opaque_blend("compute", EARLIER_ALPHA))
         legend.add_box("not yet", untouched())
         legend.add_box("masked (causal)", theme.color("neutral"))
-        self.add_plot(canvas, 3)
+        self.add_plot(canvas, 5)
         self._end = 0.0
         self.box.sigResized.connect(self._fit)
 
@@ -77,7 +80,9 @@ class RingAttentionView(FigureView):
         bar_legend = Legend(item, anchor=(1, 1))
         bar_legend.add_box("work", theme.color("compute"))
         bar_legend.add_box("waits for the busiest rank", theme.color("idle"))
-        self.add_plot(self.bars_plot, 1)
+        item.getViewBox().sigResized.connect(self._fit_ticks)
+        self._ticks_every = 0
+        self.add_plot(self.bars_plot, 2)
 
     def _place(self, out: RingAttentionOut) -> None:
         """Rectangles and labels for P ranks (when P or the assignment changes)."""
@@ -104,7 +109,21 @@ class RingAttentionView(FigureView):
         item = self.bars_plot.getPlotItem()
         item.setYRange(-0.6, out.ranks - 0.4, padding=0)
         item.setXRange(0, out.block_scores * BAR_ROOM, padding=0)
-        item.getAxis("left").setTicks([[(r, f"rank {r}") for r in range(out.ranks)], []])
+        self._ticks_every = 0
+        self._fit_ticks()
+
+    def _fit_ticks(self) -> None:
+        """Name every rank on the bars' axis where the rows have room for the text, else
+        every other one (8 ranks on a 1920x1080 projector overprinted each other)."""
+        ranks = self.model.out.ranks
+        box = self.bars_plot.getPlotItem().getViewBox()
+        pitch = box.height() / max(ranks, 1)
+        line = QFontMetricsF(theme.font(9)).height() * 1.1
+        every = 1 if pitch >= line or pitch <= 0 else 2 if 2 * pitch >= line else 4
+        if every != self._ticks_every:
+            self._ticks_every = every
+            self.bars_plot.getPlotItem().getAxis("left").setTicks(
+                [[(r, f"rank {r}") for r in range(0, ranks, every)], []])
 
     def _fit(self) -> None:
         """Room left of and above the grid for labels that keep their pixel size while
@@ -115,9 +134,12 @@ class RingAttentionView(FigureView):
         metrics = QFontMetricsF(theme.font(9, bold=True))
         left = metrics.horizontalAdvance("queries ↓  keys →") + 12
         top = metrics.height() + 8
-        right = metrics.horizontalAdvance("computed this round") + 60  # the legend
+        legend = self.legend.boundingRect()
+        right, below = legend.width() + 12, legend.height() + 12
         span = self._end + 2 * LABEL_MARGIN  # the labels sit LABEL_MARGIN off the grid
-        scale = min((width - left - right) / span, (height - top) / span)
+        # The legend beside the grid or under it, whichever leaves the cells larger.
+        scale = max(min((width - left - right) / span, (height - top) / span),
+                    min((width - left) / span, (height - top - below) / span))
         if scale <= 0:
             return
         x0, y0 = -left / scale - LABEL_MARGIN, -top / scale - LABEL_MARGIN
