@@ -523,9 +523,10 @@ LESSONS: tuple[Lesson, ...] = (
         FigureSpec(
             "10.5", "moe_routing", "Mixture of experts: routing, capacity and waiting",
             "A seeded batch of 128 tokens, each sent to its best k of 8 experts, 2 experts "
-            "per GPU. Every brick is one copy of a token stacked on the expert that gets "
-            "it; once you reveal your guess, the copies that came after their expert was "
-            "full (the dashed capacity line) turn magenta: they are dropped. Below, each "
+            "per GPU. Each bar is a stack of the token copies an expert gets (a brick "
+            "each, where the bar is tall enough); once you reveal your guess, the "
+            "copies that came after their expert was full (the dashed capacity line) "
+            "turn magenta: they are dropped. Below, each "
             "GPU's work, violet where it waits for the busiest. <i>Try this:</i> set the "
             "router skew to 1.5, guess how many copies overflow, and reveal; then raise "
             "the capacity factor to 2.0 and "
@@ -653,7 +654,8 @@ LESSONS: tuple[Lesson, ...] = (
             "A long prompt arrives (magenta line) while a batch decodes. Each bar is one "
             "step of the decode GPU, as high as the time every sequence waits for its next "
             "token (log scale); orange steps only decode, blue ones also carry prompt "
-            "tokens. The dashed line is the TPOT target. <i>Try this:</i> in one piece a "
+            "tokens. The dashed line is the TPOT target. In the lanes below, violet hatching "
+            "is a GPU or the link left idle. <i>Try this:</i> in one piece a "
             "single step lasts over a second; switch to chunked prefill and the steps stay "
             "at the target while the prompt's first token comes a little later; switch to "
             "disaggregated and the decode GPU is left alone, the work moving to a second "

@@ -20,11 +20,13 @@ from gpuviz.core.model import (
     PredictFirstModel,
     Readout,
     format_value,
+    plural,
     si_readout,
     time_readout,
 )
 from gpuviz.data.hardware import DEFAULT_GPU, gpu, gpu_choices
 from gpuviz.data.models import model, model_choices
+from gpuviz.models.memory import GB
 from gpuviz.models.serving.costs import (
     CACHE_PRECISIONS,
     DecodeSteps,
@@ -109,9 +111,19 @@ class DecodeBatchModel(PredictFirstModel):
                 "bytes. Your guess of "
                 f"{format_value(self.guess_slowdown, '×')} is "
                 f"{self.how_close(self.guess_slowdown, out.predicted_slowdown)}."
-                + (f" (Only {out.budget.max_batch} caches fit here: batch "
-                   f"{PREDICTED_BATCH} is what a larger GPU would take.)"
-                   if out.budget.max_batch < PREDICTED_BATCH else ""))
+                + self._fit_note())
+
+    def _fit_note(self) -> str:
+        """Why the predicted batch is not on this GPU's curve, if it is not."""
+        fit = self.out.budget.max_batch
+        if fit == 0:
+            return (" (Here the weights leave no room for even one cache: that ratio is "
+                    "for a GPU large enough to hold them.)")
+        if fit < PREDICTED_BATCH:
+            fits = "fits" if fit == 1 else "fit"
+            return (f" (Only {plural(fit, 'cache')} {fits} here: batch {PREDICTED_BATCH} "
+                    "is what a larger GPU would take.)")
+        return ""
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
@@ -126,7 +138,7 @@ class DecodeBatchModel(PredictFirstModel):
             "cache_time": time_readout("Reading the KV caches", step.kv_cache[0]
                                        / step.bandwidth),
             "cache_share": Readout("KV caches, share of bytes", 100 * step.cache_share[0],
-                                   "%", decimals=0),
+                                   "%", digits=2),
             "tokens_per_second": Readout("Tokens per second", step.tokens_per_second[0],
                                          "tokens/s"),
             "cache_per_sequence": si_readout("KV cache per sequence",
@@ -139,9 +151,10 @@ class DecodeBatchModel(PredictFirstModel):
         cfg = model(self.preset)
         name = gpu(self.gpu).short_name
         if budget.max_batch == 0:
-            return (f"{cfg.short_name}'s weights ({budget.weights / 1e9:.0f} GB) leave no "
-                    f"room for a single {self.context:,}-token cache on one {name}: it "
-                    "needs more GPUs (tensor parallelism, Lesson 9).", True)
+            weights = format_value(budget.weights / GB, "GB")
+            return (f"{cfg.short_name}'s weights ({weights}) leave no room for a single "
+                    f"{self.context:,}-token cache on one {name}: it needs more GPUs "
+                    "(tensor parallelism, Lesson 9).", True)
         if not out.fits:
             return (f"{self.batch_size:,} caches do not fit: at most {budget.max_batch:,} "
                     f"sequences of {self.context:,} tokens on one {name}.", True)
@@ -149,10 +162,11 @@ class DecodeBatchModel(PredictFirstModel):
             return (f"{cfg.name} was trained for {cfg.context:,} tokens; a "
                     f"{self.context:,}-token context is beyond it (the numbers still "
                     "follow the formulas).", True)
-        share = f"{100 * out.step.cache_share[0]:.0f}%"
+        share = format_value(100 * out.step.cache_share[0], "%", 2)
         if self.batch_size == 1:
-            return (f"One sequence: the step reads {out.step.weights[0] / 1e9:.1f} GB of "
-                    f"weights for a single token (the cache is {share} of the bytes). "
-                    "Raise the batch.", False)
-        return (f"{self.batch_size:,}× the work of batch 1 takes {out.slowdown:.2f}× the "
+            weights = format_value(out.step.weights[0] / GB, "GB")
+            return (f"One sequence: the step reads {weights} of weights for a single "
+                    f"token (the cache is {share} of the bytes). Raise the batch.", False)
+        slowdown = format_value(out.slowdown, "×")
+        return (f"{self.batch_size:,}× the work of batch 1 takes {slowdown} the "
                 f"time: the caches are {share} of the bytes a step reads.", False)

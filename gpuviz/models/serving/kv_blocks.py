@@ -366,9 +366,21 @@ class KvBlocksModel(FigureModel):
                     SYSTEM_PROMPT if self.system_prompt else 0)
         for action in parse_history(self.history):
             getattr(pool, action)()
-        if not self.history:
+        slots = self.pool_blocks * BLOCK
+        if self.mode == "contiguous" and self.reserve > slots:
+            # no request can ever be admitted: say so whatever the buttons did
+            pool.message = (f"Each request reserves {self.reserve} slots, more than the "
+                            f"whole pool of {slots}: contiguous memory can admit none. "
+                            "Enlarge the pool, shorten the longest request or switch to "
+                            "paged.")
+            pool.warn = True
+        elif not self.history:
+            running = len(pool.running())
             pool.message = ("Three requests hold their prompts. Press Step to add a token "
-                            "to each.")
+                            "to each." if running == FIRST_REQUESTS else
+                            f"{running} of the {FIRST_REQUESTS} requests "
+                            f"{'holds its prompt' if running == 1 else 'hold their prompts'}"
+                            "; the others wait for room.")
         owner, holds = pool.slots()
         starts = tuple(r.start for r in pool.running()) if self.mode == "contiguous" else ()
         selected = next((r for r in pool.requests if r.number == self.selected), None)
@@ -381,8 +393,10 @@ class KvBlocksModel(FigureModel):
         out = self.out
         slots = len(out.owner)
         return {
-            "used_share": Readout("Used share of allocated slots", 100 * out.used_share,
-                                  "%", decimals=0),
+            "used_share": (Readout("Used share of allocated slots", 100 * out.used_share,
+                                   "%", decimals=0) if out.allocated else
+                           Readout("Used share of allocated slots", None,
+                                   shown="none allocated")),
             "allocated": Readout("Slots allocated", out.allocated, total=slots),
             "running": Readout("Requests running", out.count("running")),
             "waiting": Readout("Requests waiting", out.count("waiting")),

@@ -39,9 +39,12 @@ from gpuviz.core.model import (
     FigureModel,
     Parameter,
     Readout,
+    format_value,
     nice_ceiling,
     plural,
+    si_text,
     time_readout,
+    time_text,
 )
 from gpuviz.core.schedule import Schedule, Task, schedule_at
 from gpuviz.core.trace import Lane, Trace
@@ -55,6 +58,7 @@ from gpuviz.models.serving.costs import (
     CACHE_PRECISIONS,
     WEIGHT_BYTES,
     decode_steps,
+    memory_budget,
 )
 from gpuviz.models.serving.decode_batch import DEFAULT_PRESET
 
@@ -260,6 +264,18 @@ class LongPromptModel(FigureModel):
                       if any(task.resource == lane for task in out.schedule.tasks))
         return Trace(out.schedule, lanes, seconds=1.0)
 
+    def memory_needed(self) -> tuple[float, float]:
+        """(bytes the decode GPU must hold: weights, the batch's caches and the prompt's
+        cache once it is prefilled; bytes it has for them), as 12.1 counts them."""
+        budget = memory_budget(self.preset, self.gpu, self.context, self.cache)
+        per_token = budget.cache_per_sequence / self.context
+        held = budget.weights + budget.caches(self.sequences) + per_token * self.prompt
+        return held, budget.hbm - budget.headroom - budget.workspace
+
+    def fits(self) -> bool:
+        held, room = self.memory_needed()
+        return held <= room
+
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         return {
@@ -270,26 +286,36 @@ class LongPromptModel(FigureModel):
             "decode_step": time_readout("Decode step alone", out.decode_step),
             "chunks": Readout("Steps carrying the prompt", out.chunks),
             "target_met": Readout("Every step within the target", out.target_met),
+            "fits": Readout("Fits in the decode GPU's memory", self.fits()),
         }
 
     def message(self) -> tuple[str, bool]:
         out = self.out
         name = gpu(self.gpu).short_name
+        target = format_value(self.target_ms, "ms")
+        held, room = self.memory_needed()
+        if held > room:
+            return (f"Does not fit: the weights and the caches of "
+                    f"{plural(self.sequences, 'sequence')} and the prompt need "
+                    f"{si_text(held, 'B')}, one {name} has {si_text(room, 'B')} for them "
+                    f"(12.1). The times are for a GPU that could hold them.", True)
         if out.mode == "one_piece":
             return (f"The {self.prompt:,}-token prompt takes one step of "
-                    f"{out.worst_tpot:.3g} s: {plural(self.sequences, 'decoding sequence')} "
-                    f"wait that long for a token.", not out.target_met)
+                    f"{time_text(out.worst_tpot)}: "
+                    f"{plural(self.sequences, 'decoding sequence')} "
+                    f"wait{'s' if self.sequences == 1 else ''} that long for a token.",
+                    not out.target_met)
         if out.mode == "chunked":
             if out.decode_step > out.target:
-                return (f"The decode step alone takes {out.decode_step * 1e3:.3g} ms, over "
-                        f"the {self.target_ms:g} ms target: no chunking can meet it.", True)
+                return (f"The decode step alone takes {time_text(out.decode_step)}, over "
+                        f"the {target} target: no chunking can meet it.", True)
             if not out.target_met:
                 return (f"Chunks of at least 1/{MAX_CHUNKS} of the prompt still make steps "
-                        f"of up to {out.worst_tpot * 1e3:.3g} ms, over the "
-                        f"{self.target_ms:g} ms target.", True)
-            return (f"{out.chunks} steps of at most {out.chunk_tokens:,} prompt tokens keep "
-                    f"every step within {self.target_ms:g} ms; the prompt's first token "
-                    f"comes after {out.ttft:.3g} s.", False)
-        return (f"A second {name} prefills in {out.prefill_time:.3g} s and sends the KV "
-                f"cache in {out.transfer_time * 1e3:.3g} ms; the decode GPU keeps its "
-                f"{out.decode_step * 1e3:.3g} ms steps.", False)
+                        f"of up to {time_text(out.worst_tpot)}, over the {target} target.",
+                        True)
+            return (f"{plural(out.chunks, 'step')} of at most {out.chunk_tokens:,} prompt "
+                    f"tokens keep every step within {target}; the prompt's first token "
+                    f"comes after {time_text(out.ttft)}.", False)
+        return (f"A second {name} prefills in {time_text(out.prefill_time)} and sends the "
+                f"KV cache in {time_text(out.transfer_time)}; the decode GPU keeps its "
+                f"{time_text(out.decode_step)} steps.", False)

@@ -109,7 +109,7 @@ class SpeculativeDecodingModel(PredictFirstModel):
 
     def answer_text(self) -> str:
         out = self.out
-        return (f"{format_value(out.expected, digits=5)} tokens: the sum of the bars aⁱ, "
+        return (f"{format_value(out.expected, 'tokens', digits=5)}: the sum of the bars aⁱ, "
                 f"one per position that can still be reached. Your guess of "
                 f"{format_value(self.guess_tokens, digits=2)} is "
                 f"{self.how_close(self.guess_tokens, out.expected)}.")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
 
 DRAWS = 2000
 # (token, target p, poor draft w) for each vocabulary size
@@ -161,5 +161,6 @@ class SpeculativeSamplingModel(FigureModel):
                     f"to check with {DRAWS:,} draws.", False)
         verdict = ("consistent with p" if out.matches
                    else "off p: a 1-in-100 event for a correct rule")
-        return (f"{DRAWS:,} draws: χ² = {out.chi_square:.3g} against "
-                f"{out.critical:.2f} at 99%, {verdict}.", not out.matches)
+        return (f"{DRAWS:,} draws: χ² = {format_value(out.chi_square, digits=3)} against "
+                f"{format_value(out.critical, decimals=2)} at 99%, {verdict}.",
+                not out.matches)

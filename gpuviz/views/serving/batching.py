@@ -6,7 +6,7 @@ from PySide6.QtWidgets import QPushButton
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_value
+from gpuviz.core.model import format_value, plural
 from gpuviz.core.plots import plot_widget
 from gpuviz.core.timeline import Timeline, fill_by_kind
 from gpuviz.models.serving.batching import DECODE, POLICIES, BatchingOut, Policy
@@ -30,7 +30,7 @@ class BatchingView(FigureView):
             plot = plot_widget(f"{title}: steps")
             timeline = Timeline(plot, (), text_size=8)
             self.timelines[policy] = timeline
-            self.add_plot(plot, 6 if policy == "continuous" else 5)  # its legend's room
+            self.add_plot(plot, 11 if policy == "continuous" else 10)  # its legend's room
         self.timelines["continuous"].add_legend([
             ("prefill step", theme.color("compute")),
             ("decode steps", theme.color("compute_light")),
@@ -46,7 +46,8 @@ class BatchingView(FigureView):
             timeline.set_time_range(end)
             timeline.show_schedule(p.schedule, fill, idle_lanes=p.lanes)
         self.message.show_message(
-            f"Static batching takes {out.static.steps} steps with "
-            f"{100 * out.static.slot_use:.0f}% of the slots busy; continuous batching "
-            f"{out.continuous.steps} steps at {100 * out.continuous.slot_use:.0f}%: "
+            f"Static batching takes {plural(out.static.steps, 'step')} with "
+            f"{format_value(100 * out.static.slot_use, '%', decimals=0)} of the slots "
+            f"busy; continuous batching {plural(out.continuous.steps, 'step')} at "
+            f"{format_value(100 * out.continuous.slot_use, '%', decimals=0)}: "
             f"{format_value(out.speedup, '×')} the tokens per second.")

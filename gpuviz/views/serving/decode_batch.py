@@ -8,9 +8,15 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, time_text
+from gpuviz.core.model import (
+    FINE_STEPS,
+    format_value,
+    nice_ceiling,
+    time_readout,
+    time_text,
+)
 from gpuviz.core.plots import CellGrid, Dots, Legend, Segment, curve, pen, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer, TextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.memory import GB
 from gpuviz.models.serving.decode_batch import DecodeBatchOut
@@ -20,6 +26,8 @@ STEP_ROWS = ("Memory", "Compute")
 STEP_PARTS = (("weights", "memory", "weights"), ("kv_cache", "memory_light", "KV caches"))
 STEP_Y_TOP = 2.3
 MEMORY_Y_TOP = 2.0
+STEP_ROOM = 1.6  # the step axis's top over its longest bar: room for " 34.7 s = the step"
+PER_SECOND = {"s": 1.0, "ms": 1e3, "µs": 1e6, "ns": 1e9}
 MEMORY_PARTS = (("weights", "memory"), ("caches", "memory_light"), ("free", None),
                 ("workspace", "neutral"), ("headroom", "idle"))
 
@@ -47,7 +55,7 @@ class DecodeBatchView(FigureView):
         for _, role, text in STEP_PARTS:
             legend.add_box(text, theme.color(role))
         legend.add_box("compute", theme.color("compute"))
-        self._step_top = 0.0
+        self._step_top: tuple[float, str] = (0.0, "")
         self.add_plot(self.step_plot, 2)
 
         self.memory_plot = plot_widget("GPU memory (GB)")
@@ -81,11 +89,11 @@ class DecodeBatchView(FigureView):
         # not fit (one Dots per colour, the others hidden).
         self.points = {role: Dots(titem, 1, 14, theme.color(role), pen("text", 1.5))
                        for role in ("memory", "compute", "highlight")}
-        self.trade_text = TextLayer(QRectF(0, 0, 1, 1), keep_inside=True)
-        self.end_labels = [self.trade_text.add(role="text", size=9, anchor=(-0.1, 1.1)),
-                           self.trade_text.add(role="text", size=9, anchor=(1.1, 0.5))]
+        # the curve's ends, kept off the curve, the point and each other
+        self.trade_text = PlacedTextLayer(QRectF(0, 0, 1, 1))
+        self.end_labels = [self.trade_text.add(role="text", size=9) for _ in range(2)]
         titem.addItem(self.trade_text)
-        self._trade_range = (0.0, 0.0)
+        self._trade_range = (0.0, 0.0, "")
         self.add_plot(self.trade_plot, 2)
 
     def refresh(self) -> None:
@@ -99,27 +107,31 @@ class DecodeBatchView(FigureView):
 
     def _show_step(self, out: DecodeBatchOut) -> None:
         step = out.step
-        parts = [getattr(step, name)[0] / step.bandwidth * 1e3 for name, _, _ in STEP_PARTS]
-        compute = float(step.compute_time[0]) * 1e3
         rows = (float(step.memory_time[0]), float(step.compute_time[0]))
         # One scale for every batch that fits (the bars grow as the batch does), wider
-        # only for a batch beyond it.
+        # only for a batch beyond it; in the time unit that suits its top.
         longest = max(float(out.curve.time.max(initial=0.0)), *rows)
-        top = nice_ceiling(longest * 1e3 * 1.3, FINE_STEPS)
-        if top != self._step_top:
-            self._step_top = top
-            self.step_plot.getPlotItem().setXRange(0, top, padding=0)
+        unit = time_readout("", longest * STEP_ROOM).unit
+        scale = PER_SECOND[unit]
+        top = nice_ceiling(longest * scale * STEP_ROOM, FINE_STEPS)
+        if (top, unit) != self._step_top:
+            self._step_top = (top, unit)
+            item = self.step_plot.getPlotItem()
+            item.setLabel("bottom", f"One decode step ({unit})")
+            item.setXRange(0, top, padding=0)
             self.step_text.set_bounds(QRectF(0, -0.6, top, STEP_Y_TOP + 0.6))
+        parts = [getattr(step, name)[0] / step.bandwidth * scale for name, _, _ in STEP_PARTS]
+        compute = rows[1] * scale
         starts = np.concatenate([[0.0], np.cumsum(parts)[:-1]])
         rects = [(x, -0.3, w, 0.6) for x, w in zip(starts, parts, strict=True)]
         rects.append((0.0, 0.7, compute, 0.6))
         fills = [theme.color(role) for _, role, _ in STEP_PARTS] + [theme.color("compute")]
-        texts = [time_text(w / 1e3) for w in parts] + [time_text(compute / 1e3)]
+        texts = [time_text(w / scale) for w in parts] + [time_text(rows[1])]
         self.step_bars.set_cells(np.array(rects), fills, texts=texts)
         longer = int(rows[1] > rows[0])
         for i, (label, seconds) in enumerate(zip(self.row_labels, rows, strict=True)):
             label.setText(f" {time_text(seconds)}" + (" = the step" if i == longer else ""))
-            label.setPos(seconds * 1e3, i)
+            label.setPos(seconds * scale, i)
 
     def _show_memory(self, out: DecodeBatchOut) -> None:
         budget = out.budget
@@ -148,27 +160,38 @@ class DecodeBatchView(FigureView):
 
     def _show_trade_off(self, out: DecodeBatchOut) -> None:
         curve_steps, step = out.curve, out.step
-        ms = curve_steps.time * 1e3
+        longest = max(float(curve_steps.time.max(initial=0.0)), float(step.time[0]))
+        unit = time_readout("", longest * 1.15).unit
+        scale = PER_SECOND[unit]
+        ms = curve_steps.time * scale  # in `unit`
         rate = curve_steps.tokens_per_second
-        x_top = nice_ceiling(max(float(ms.max(initial=0.0)), float(step.time[0]) * 1e3)
-                             * 1.15, FINE_STEPS)
+        x_top = nice_ceiling(longest * scale * 1.15, FINE_STEPS)
         y_top = nice_ceiling(max(float(rate.max(initial=0.0)),
                                  float(step.tokens_per_second[0])) * 1.15, FINE_STEPS)
-        if (x_top, y_top) != self._trade_range:
-            self._trade_range = (x_top, y_top)
-            self.trade_plot.getPlotItem().setRange(xRange=(0, x_top), yRange=(0, y_top),
-                                                   padding=0)
+        if (x_top, y_top, unit) != self._trade_range:
+            self._trade_range = (x_top, y_top, unit)
+            item = self.trade_plot.getPlotItem()
+            item.setLabel("bottom", f"Time per output token ({unit})")
+            item.setRange(xRange=(0, x_top), yRange=(0, y_top), padding=0)
             self.trade_text.set_bounds(QRectF(0, 0, x_top, y_top))
         self.trade_curve.set_data(ms, rate)
-        ends = (0, len(ms) - 1) if len(ms) else ()
+        ends = (0, len(ms) - 1) if len(ms) > 1 else (0,) if len(ms) else ()
         for label, at in zip(self.end_labels, ends, strict=False):
+            x, y = float(ms[at]), float(rate[at])
             label.setText(f"batch {int(curve_steps.batch[at]):,}")
-            label.setPos(float(ms[at]), float(rate[at]))
+            label.setPos(x, y)
+            # below-right, above-left, right, left, below, above of its end of the curve
+            self.trade_text.set_candidates(label, [
+                (x, y, -0.1, -0.2), (x, y, 1.1, 1.2), (x, y, -0.15, 0.5),
+                (x, y, 1.15, 0.5), (x, y, 0.5, -0.3), (x, y, 0.5, 1.3)])
         for label in self.end_labels[len(ends):]:
             label.setText("")
+        self.trade_text.set_obstacles(polyline_segments(ms, rate, max(len(ms) // 40, 1)),
+                                      np.array([[float(step.time[0]) * scale,
+                                                 float(step.tokens_per_second[0])]]), 14)
         shown = out.bound if out.fits else "highlight"
         for role, dots in self.points.items():
             if role == shown:
-                dots.set_points(step.time * 1e3, step.tokens_per_second)
+                dots.set_points(step.time * scale, step.tokens_per_second)
             else:
                 dots.set_points([np.nan], [np.nan])

@@ -13,10 +13,19 @@ from gpuviz.models.serving.kv_blocks import BLOCK, FREE, PREFIX, KvBlocksOut
 
 BLOCKS_PER_ROW = 8
 BLOCK_GAP = 0.7  # between blocks, in slots
-ROW_PITCH = 1.9  # rows of blocks, in slots (room for the ×2 marks)
+ROW_PITCH = 2.6  # rows of blocks, in slots (room above each for its owner and ×2 mark)
+LABEL_TOP = 1.45  # the label strip above a block, from its slots' top, in slots
+LABEL_HEIGHT = 1.25
 SLOT = 0.9  # a slot's square inside its 1 × 1 cell
+CHIP = 1.3  # a block-table row, in slots
+TABLE_ROOM = 1.2 + 2 * CHIP + 1.4  # the title, two rows of chips (12 blocks), legend
 BUTTONS = (("step", "Step"), ("add", "Add request"), ("fork", "Fork the oldest"),
            ("finish", "Finish the oldest"))
+
+
+def table_top(rows: int) -> float:
+    """Where the block table's title starts, under the last row of blocks."""
+    return (rows - 1) * ROW_PITCH + SLOT + 0.7
 
 
 def block_origin(block: int) -> tuple[float, float]:
@@ -51,9 +60,12 @@ class KvBlocksView(FigureView):
         self.slots = CellGrid(font_size=8)
         self.slots.clicked.connect(self._select)
         self.frames = CellGrid(font_size=8)
+        # above each block: the request owning it, and ×N on a shared one (a slot is
+        # too narrow for a two-digit number on a projector)
+        self.owners = CellGrid(font_size=9, fit_texts=False)
         self.marks = CellGrid(font_size=9, fit_texts=False)
         self.table = CellGrid(font_size=9, fit_texts=False)
-        for item in (self.slots, self.frames, self.marks, self.table):
+        for item in (self.slots, self.frames, self.owners, self.marks, self.table):
             self.box.addItem(item)
         legend = Legend(self.box, anchor=(1, 1), columns=4)
         legend.add_box("token", theme.color("memory"))
@@ -75,7 +87,8 @@ class KvBlocksView(FigureView):
         rows = -(-blocks // BLOCKS_PER_ROW)
         if self.needs_update("range", blocks):
             width = min(blocks, BLOCKS_PER_ROW) * (BLOCK + BLOCK_GAP)
-            self.box.setRange(xRange=(-0.5, width), yRange=(-1.0, rows * ROW_PITCH + 4.2),
+            self.box.setRange(xRange=(-0.5, width),
+                              yRange=(-LABEL_TOP - 0.1, table_top(rows) + TABLE_ROOM),
                               padding=0)
         self._show_slots(out, slots)
         self._show_blocks(out, blocks)
@@ -86,26 +99,29 @@ class KvBlocksView(FigureView):
         free, token, empty = untouched(), theme.color("memory"), theme.color("idle")
         fills = [token if held else (empty if who != FREE else free)
                  for who, held in zip(out.owner, out.holds, strict=True)]
-        # the request's number on the first slot of each block it owns (P: the cache's)
-        texts = ["" if s % BLOCK or out.owner[s] == FREE else
-                 "P" if out.owner[s] == PREFIX else str(int(out.owner[s]))
-                 for s in range(slots)]
-        self.slots.set_cells(slot_rects(slots), fills, texts=texts)
+        self.slots.set_cells(slot_rects(slots), fills)
 
     def _show_blocks(self, out: KvBlocksOut, blocks: int) -> None:
         selected = out.selected.number if out.selected else None
         rects, outlines, marks, mark_texts, mark_fills = [], [], [], [], []
+        owner_rects, owner_texts = [], []
         for b in range(blocks):
             x, y = block_origin(b)
             rects.append((x - 0.02, y - 0.1, BLOCK + 0.04, SLOT + 0.2))
             # sequences using the block (the prefix cache's own hold left out)
             users = int(out.refs[b]) - (b in out.prefix)
             shared = users > 1
+            # the requests owning its slots (P: the prefix cache), above the block
+            who = [int(w) for w in dict.fromkeys(out.owner[b * BLOCK:(b + 1) * BLOCK])
+                   if w != FREE]
+            owner_rects.append((x, y - LABEL_TOP, BLOCK / 2 if shared else BLOCK,
+                                LABEL_HEIGHT))
+            owner_texts.append(",".join("P" if w == PREFIX else str(w) for w in who))
             mine = selected is not None and selected in self._owners(out, b)
             outlines.append(theme.color("highlight") if shared else
                             theme.color("text") if mine else theme.color("muted"))
             if shared:
-                marks.append((x, y - 0.75, BLOCK, 0.6))
+                marks.append((x + BLOCK / 2, y - LABEL_TOP, BLOCK / 2, LABEL_HEIGHT))
                 mark_texts.append(f"×{users}")
                 mark_fills.append(None)
         for start in out.starts:  # the start of each reserved range
@@ -114,6 +130,8 @@ class KvBlocksView(FigureView):
             mark_texts.append("")
             mark_fills.append(theme.color("text"))
         self.frames.set_cells(np.array(rects), [None] * blocks, outlines, outline_width=2.0)
+        self.owners.set_cells(np.array(owner_rects), [None] * blocks, texts=owner_texts,
+                              text_color=theme.color("text"))
         self.marks.set_cells(np.array(marks).reshape(-1, 4), mark_fills,
                              texts=mark_texts, text_color=theme.color("highlight"))
 
@@ -127,7 +145,7 @@ class KvBlocksView(FigureView):
 
     def _show_table(self, out: KvBlocksOut, rows: int) -> None:
         r = out.selected
-        y = rows * ROW_PITCH + 0.6
+        y = table_top(rows)
         if r is None:
             title = f"Request {self.model.selected} has not arrived yet."
         elif r.state != "running":
@@ -143,7 +161,9 @@ class KvBlocksView(FigureView):
         texts, fills = [title], [None]
         outlines = [None]
         for k, b, _, sharers in out.block_table():
-            rects.append((k * 3.2, y + 1.2, 3.0, 1.1))
+            # a chip per entry under the blocks' columns, a row of them per 8 entries
+            x, _ = block_origin(k)
+            rects.append((x, y + 1.2 + (k // BLOCKS_PER_ROW) * CHIP, BLOCK, CHIP - 0.2))
             texts.append(f"{k} → {b}")
             fills.append(theme.color("memory"))
             outlines.append(theme.color("highlight") if sharers > 1 else None)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtGui import QFontMetricsF
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
@@ -38,8 +39,9 @@ TOKEN_ROLES = {ACCEPTED: "compute", REPLACED: "highlight", BONUS: "network",
                DISCARDED: "idle"}
 TOKEN_LEGEND = ((ACCEPTED, "accepted draft token"), (REPLACED, "replaced at rejection"),
                 (BONUS, "bonus token"), (DISCARDED, "discarded draft token"))
-LEGEND_ROWS = 2.6  # rows of room above the rounds for the legend (two lines of it)
 CELL = 0.84  # a token cell's share of its column and row
+COUNT = 1.8  # columns for a round's count of tokens (two digits at the lecture size)
+LEFT = -0.2  # the rounds' canvas starts here (x) and there (y)
 
 
 class SpeculativeDecodingView(FigureView):
@@ -55,24 +57,31 @@ class SpeculativeDecodingView(FigureView):
         self.predict = PredictReveal(self.model)
         self.controls.add_widget(self.predict)
 
+        # The rounds across the top, their legend at the right of them (one column, so it
+        # never covers a round: _fit_rounds keeps the room); the bars and the speed-up side
+        # by side under them, so that each keeps the height its axis titles need.
         canvas, self.rounds_box = diagram_widget()
         self.rounds = CellGrid(font_size=10)
+        # Cells as tall as the rows allow, narrower when γ's columns need it (_fit_rounds).
+        self.rounds_box.setAspectLocked(False)
         self.rounds_box.addItem(self.rounds)
-        legend = Legend(self.rounds_box, anchor=(0, 0), columns=4)
+        self.rounds_legend = Legend(self.rounds_box, anchor=(1, 0), columns=1)
         for kind, text in TOKEN_LEGEND:
-            legend.add_box(text, theme.color(TOKEN_ROLES[kind]))
+            self.rounds_legend.add_box(text, theme.color(TOKEN_ROLES[kind]))
+        self.rounds_box.sigResized.connect(self._fit_rounds)
         self.add_plot(canvas, 3)
 
-        self.bars_plot = plot_widget("Position i in the round", "Chance of reaching i (aⁱ)")
+        self.bars_plot = plot_widget("Position i in the round", "Chance aⁱ")
         item = self.bars_plot.getPlotItem()
         item.showGrid(x=False, y=True, alpha=0.25)
-        item.setYRange(0, 1.25, padding=0)
+        self._bars_top = 1.25
+        item.setYRange(0, self._bars_top, padding=0)
         self.bars = CellGrid(font_size=9)
         item.addItem(self.bars)
         self.bars_text = TextLayer(QRectF(-1, 0, GAMMA_MAX + 2, 1.25), keep_inside=True)
         self.sum_label = self.bars_text.add(role="text", size=10, bold=True, anchor=(1, 0))
         item.addItem(self.bars_text)
-        self.add_plot(self.bars_plot, 2)
+        item.getViewBox().sigResized.connect(self._fit_bars)
 
         self.speed_plot = plot_widget("Draft tokens γ", "Speed-up (×)")
         sitem = self.speed_plot.getPlotItem()
@@ -87,12 +96,20 @@ class SpeculativeDecodingView(FigureView):
         self.best_label = self.speed_text.add(role="highlight", size=10, bold=True,
                                               anchor=(0.5, -0.4))  # under the curve
         sitem.addItem(self.speed_text)
-        speed_legend = Legend(sitem, anchor=(1, 0), columns=3)
-        speed_legend.add_dot("this γ", theme.color("compute"), theme.color("text"))
-        speed_legend.add_dot("best γ", theme.color("highlight"), theme.color("text"))
-        speed_legend.add_line("no draft (1×)", pen("muted", 1.5, Qt.DashLine))
-        self._speed_top = 0.0
-        self.add_plot(self.speed_plot, 2)
+        # Above the curve, with room kept for it in the y range (_fit_speed_range).
+        self.speed_legend = Legend(sitem, anchor=(1, 0), columns=3)
+        self.speed_legend.add_dot("this γ", theme.color("compute"), theme.color("text"))
+        self.speed_legend.add_dot("best γ", theme.color("highlight"), theme.color("text"))
+        self.speed_legend.add_line("no draft (1×)", pen("muted", 1.5, Qt.DashLine))
+        self._speed_data_top = 0.0
+        sitem.getViewBox().sigResized.connect(self._fit_speed_range)
+
+        row = QWidget()
+        row_layout = QHBoxLayout(row)
+        row_layout.setContentsMargins(0, 0, 0, 0)
+        row_layout.addWidget(self.bars_plot, 1)
+        row_layout.addWidget(self.speed_plot, 1)
+        self.add_plot(row, 2)
 
     def refresh(self) -> None:
         out: SpeculativeDecodingOut = self.model.out
@@ -104,10 +121,24 @@ class SpeculativeDecodingView(FigureView):
         text, warn = self.model.message()
         self.message.show_message(text, warn=warn)
 
+    def _fit_rounds(self) -> None:
+        """The rounds at the top left, each row as tall as the canvas allows, the columns
+        as wide (narrower when γ's need it), with the legend's width kept free at the
+        right of them (on a resize and a new γ)."""
+        box = self.rounds_box
+        width, height = box.width(), box.height()
+        if width <= 1 or height <= 1:
+            return
+        columns = self.model.gamma + 1 + COUNT - LEFT + 0.2  # tokens, the count, a margin
+        legend = self.rounds_legend.boundingRect().width() + 12  # with its offsets
+        row = height / (ROUNDS - LEFT)
+        column = min(row, max(width - legend, 1.0) / columns)
+        box.setRange(xRange=(LEFT, LEFT + width / column),
+                     yRange=(LEFT, LEFT + height / row), padding=0)
+
     def _show_rounds(self, out: SpeculativeDecodingOut, gamma: int) -> None:
         if self.needs_update("rounds_range", gamma):
-            self.rounds_box.setRange(xRange=(-0.2, gamma + 2.2),
-                                     yRange=(-LEGEND_ROWS, ROUNDS), padding=0)
+            self._fit_rounds()
         rects, fills, texts = [], [], []
         for row in range(ROUNDS):
             if out.accepted is None:  # not simulated yet: the rows' places, untouched
@@ -119,31 +150,59 @@ class SpeculativeDecodingView(FigureView):
                 rects.append((column, row, CELL, CELL))
                 fills.append(untouched() if kind is None else theme.color(TOKEN_ROLES[kind]))
                 texts.append("")
-            rects.append((gamma + 1, row, 1.0, CELL))  # the round's tokens, no fill
+            rects.append((gamma + 1, row, COUNT, CELL))  # the round's tokens, no fill
             fills.append(None)
             texts.append(tokens)
         self.rounds.set_cells(np.array(rects).reshape(-1, 4), fills, texts=texts)
 
+    def _fit_bars(self) -> None:
+        """Room above the tallest bar (1) for the sum's line (on a resize too)."""
+        box = self.bars_plot.getPlotItem().getViewBox()
+        line = QFontMetricsF(theme.font(10, bold=True)).height() * 1.3
+        top = 1.0 / max(1.0 - line / max(box.height(), 1.0), 0.5)
+        if self.needs_update("bars_top", round(top, 3)):
+            self._bars_top = top
+            self.bars_plot.getPlotItem().setYRange(0, top, padding=0)
+            self._bound_bars_text()
+
+    def _bound_bars_text(self) -> None:
+        gamma = self.model.gamma
+        self.bars_text.set_bounds(QRectF(-0.6, 0, gamma + 1.2, self._bars_top))
+        self.sum_label.setPos(gamma + 0.55, self._bars_top)
+
     def _show_bars(self, out: SpeculativeDecodingOut, gamma: int) -> None:
+        axis = self.bars_plot.getPlotItem().getAxis("bottom")
         if self.needs_update("bars_range", gamma):
             self.bars_plot.getPlotItem().setXRange(-0.6, gamma + 0.6, padding=0)
+            self._bound_bars_text()
+            every = 1 if gamma <= 8 else 2  # whole positions only
+            axis.setTicks([[(i, str(i)) for i in range(0, gamma + 1, every)]])
         n = len(out.positions)
         rects = np.column_stack([np.arange(n) - 0.35, np.zeros(n), np.full(n, 0.7),
                                  out.positions])
         self.bars.set_cells(rects, [theme.color("compute")] * n,
                             texts=[format_value(float(v), decimals=2) for v in out.positions])
         self.sum_label.setText(
-            f"Σ aⁱ = {format_value(out.expected, digits=5)} tokens per round"
-            if self.model.revealed else "Σ aⁱ = expected tokens per round: press Reveal")
-        self.sum_label.setPos(gamma + 0.55, 1.2)
+            f"Σ aⁱ = {format_value(out.expected, 'tokens', digits=5)}"
+            if self.model.revealed else "Σ aⁱ = ? (press Reveal)")
+
+    def _fit_speed_range(self) -> None:
+        """0 to a 1-2-5 top above the curve, and above that the legend's row (on a
+        resize too)."""
+        if not self._speed_data_top:
+            return
+        top = nice_ceiling(self.speed_legend.end_with_room(0.0, self._speed_data_top),
+                           FINE_STEPS)
+        if self.needs_update("speed_top", top):
+            self.speed_plot.getPlotItem().setYRange(0, top, padding=0)
+            self.speed_text.set_bounds(QRectF(0.5, 0, GAMMA_MAX, top))
 
     def _show_speedup(self, out: SpeculativeDecodingOut, gamma: int) -> None:
-        top = nice_ceiling(max(out.best_speedup, 1.0) * 1.3, FINE_STEPS)
         item = self.speed_plot.getPlotItem()
-        if top != self._speed_top:
-            self._speed_top = top
-            item.setYRange(0, top, padding=0)
-            self.speed_text.set_bounds(QRectF(0.5, 0, GAMMA_MAX, top))
+        data_top = max(out.best_speedup, 1.0) * 1.15
+        if data_top != self._speed_data_top:
+            self._speed_data_top = data_top
+            self._fit_speed_range()
         self.plain.set_line(0.5, 1.0, GAMMA_MAX + 0.5, 1.0,
                             item.getViewBox().viewPixelSize())
         self.speed_curve.set_data(out.gammas, out.speedups)

@@ -54,6 +54,8 @@ class SpeculativeSamplingView(FigureView):
         self.p_labels = [self.labels.add(role="text", size=9, bold=True, anchor=(0.5, 1.15))
                          for _ in range(MOST_TOKENS)]
         item.addItem(self.labels)
+        # The labels keep clear of the draws' dots, a few pixels above them.
+        item.getViewBox().sigResized.connect(self.schedule_refresh)
         legend = Legend(item, anchor=(1, 0), columns=3)
         legend.add_box("draft q", theme.color("background"), outline=theme.color("text"))
         legend.add_box("kept: min(p, q)", theme.color("compute"))
@@ -74,26 +76,40 @@ class SpeculativeSamplingView(FigureView):
             item.setRange(xRange=(-0.6, k - 0.4), yRange=(0, Y_TOP), padding=0)
             item.getAxis("bottom").setTicks([list(enumerate(spec.tokens)), []])
         x = np.arange(k, dtype=float)
+        # The draft's number is written in the part of its bar the dashed line at p does
+        # not cross (below p or above it, whichever is taller), never on the line.
+        p, q = spec.p, spec.q
+        crossed = p < q
+        upper = crossed & (q - p > p)
+        low = np.where(upper, p, 0.0)
+        high = np.where(crossed & ~upper, p, q)
         rects = np.concatenate([
-            np.column_stack([x - BAR - 0.02, np.zeros(k), np.full(k, BAR), spec.q]),
+            np.column_stack([x - BAR - 0.02, np.zeros(k), np.full(k, BAR), q]),
             np.column_stack([x + 0.02, np.zeros(k), np.full(k, BAR), spec.kept]),
-            np.column_stack([x + 0.02, spec.kept, np.full(k, BAR), spec.resampled])])
+            np.column_stack([x + 0.02, spec.kept, np.full(k, BAR), spec.resampled]),
+            np.column_stack([x - BAR - 0.02, low, np.full(k, BAR), high - low])])
         background, text = theme.color("background"), theme.color("text")
         self.bars.set_cells(
             rects, [background] * k + [theme.color("compute")] * k
-            + [theme.color("highlight")] * k,
-            [text] * k + [None] * (2 * k),
-            texts=[probability(v) for v in (*spec.q, *spec.kept, *spec.resampled)])
+            + [theme.color("highlight")] * k + [None] * k,
+            [text] * k + [None] * (3 * k),
+            texts=[""] * k + [probability(v) for v in (*spec.kept, *spec.resampled, *q)])
         ends = np.column_stack([x - LINE_HALF, x + LINE_HALF, np.full(k, np.nan)]).ravel()
         self.target.set_data(ends, np.column_stack([spec.p, spec.p, np.full(k, np.nan)]).ravel())
-        for i, label in enumerate(self.p_labels):
-            label.setText(f"p = {probability(spec.p[i])}" if i < k else "")
-            if i < k:
-                label.setPos(float(x[i]), max(float(spec.p[i]), float(spec.q[i])) + 0.01)
         shown = np.full(MOST_TOKENS, np.nan)
         frequencies = out.frequencies
         if frequencies is not None:
             shown[:k] = frequencies
+        # Above the bars, the line and the draws' dot (its radius and a little air).
+        pixel = self.plot.getPlotItem().getViewBox().viewPixelSize()[1]
+        dot_room = (6.5 * theme.screen_scale() + 3) * pixel
+        for i, label in enumerate(self.p_labels):
+            label.setText(f"p = {probability(spec.p[i])}" if i < k else "")
+            if i < k:
+                above = max(float(spec.p[i]), float(spec.q[i])) + 0.01
+                if frequencies is not None:
+                    above = max(above, float(frequencies[i]) + dot_room)
+                label.setPos(float(x[i]), above)
         self.dots.set_points(np.arange(MOST_TOKENS) + 0.02 + BAR / 2, shown)
         self.table.set_rows([(
             [spec.tokens[i], probability(spec.p[i]), probability(spec.q[i]),
