@@ -449,3 +449,11 @@ def test_crowded_tick_labels_are_thinned_to_every_kth():
     assert [text for _, _, text in crowded[2]] == ["0", "2", "4"]
     assert crowded[:2] == ("axis", ["ticks"])
     assert thin_tick_labels(None) is None
+    # Lane names 9 px apart, 8 px high (a line of 10): overlapping lines ran together.
+    lanes = ("axis", [], [(QRectF(0, y, 40, 8), Qt.AlignRight, f"slot {i + 1}")
+                          for i, y in enumerate(range(0, 144, 9))])
+    assert [text for *_, text in thin_tick_labels(lanes, vertical=True)[2]] == [
+        f"slot {i}" for i in range(1, 17, 2)]
+    roomy_lanes = ("axis", [], [(QRectF(0, y, 40, 8), Qt.AlignRight, str(y))
+                                for y in range(0, 60, 12)])
+    assert thin_tick_labels(roomy_lanes, vertical=True) == roomy_lanes

@@ -23,8 +23,8 @@ def _specs(axis: pg.AxisItem, method) -> tuple:  # noqa: ANN001
         specs = method(axis, painter)
     finally:
         painter.end()
-    if method is pg.AxisItem.generateDrawSpecs and axis.orientation == "bottom":
-        specs = thin_tick_labels(specs)  # the one intended difference
+    if method is pg.AxisItem.generateDrawSpecs:  # the one intended difference
+        specs = thin_tick_labels(specs, vertical=axis.orientation != "bottom")
     axis_spec, ticks, texts = specs
     return ((axis_spec[1].toTuple(), axis_spec[2].toTuple()),
             [(tick_pen.color().getRgb(), a.toTuple(), b.toTuple()) for tick_pen, a, b in ticks],

@@ -28,22 +28,33 @@ LABEL_FLAGS = {
 }
 
 
-def thin_tick_labels(specs: tuple | None) -> tuple | None:
-    """An axis's draw specs (axis line, ticks, labels) with the labels of a horizontal axis
-    thinned to every k-th one, the smallest k that leaves half a line of space between
-    neighbours. pyqtgraph thins the labels of the ticks it picks itself, but draws every
-    label of ticks set with `setTicks` (decades on a log axis) however narrow the plot.
-    Runs only when the axis is redrawn (a new range, size or ticks)."""
+def thin_tick_labels(specs: tuple | None, vertical: bool = False) -> tuple | None:
+    """An axis's draw specs (axis line, ticks, labels) with the labels thinned to every
+    k-th one, the smallest k that leaves room between neighbours: half a line beside each
+    other on a horizontal axis, a line from one to the next on a vertical one (closer,
+    the lane names of a crowded timeline ran together: the l of each "slot" joined into
+    one bar). pyqtgraph thins the labels of the ticks it picks itself, but
+    draws every label of ticks set with `setTicks` (decades on a log axis, lane names)
+    however small the plot. Runs only when the axis is redrawn (a new range, size or
+    ticks)."""
     if specs is None or len(specs[2]) < 2:
         return specs
     axis_spec, tick_specs, text_specs = specs
-    texts = sorted(text_specs, key=lambda spec: spec[0].center().x())
-    gap = 0.5 * texts[0][0].height()
+    # Each label's extent along the axis. A label's rectangle is 0.8 of its line
+    # (pyqtgraph's measure): a quarter of it between two rectangles puts them a line
+    # apart.
+    if vertical:
+        texts = sorted(text_specs, key=lambda spec: spec[0].center().y())
+        spans = [(rect.top(), rect.bottom()) for rect, *_ in texts]
+        gap = 0.25 * texts[0][0].height()
+    else:
+        texts = sorted(text_specs, key=lambda spec: spec[0].center().x())
+        spans = [(rect.left(), rect.right()) for rect, *_ in texts]
+        gap = 0.5 * texts[0][0].height()
     for step in range(1, len(texts)):
-        kept = texts[::step]
-        if all(b[0].left() - a[0].right() >= gap
-               for a, b in zip(kept, kept[1:], strict=False)):
-            return axis_spec, tick_specs, kept
+        kept = spans[::step]
+        if all(b[0] - a[1] >= gap for a, b in zip(kept, kept[1:], strict=False)):
+            return axis_spec, tick_specs, texts[::step]
     return axis_spec, tick_specs, texts[:1]
 
 
@@ -219,7 +230,7 @@ class Axis(pg.AxisItem):
 
     def generateDrawSpecs(self, p: QPainter) -> tuple | None:  # noqa: N802
         specs = self._draw_specs(p)
-        return thin_tick_labels(specs) if self.orientation == "bottom" else specs
+        return thin_tick_labels(specs, vertical=self.orientation != "bottom")
 
     def _draw_specs(self, p: QPainter) -> tuple | None:
         if self.orientation not in LABEL_FLAGS or self.grid is not False:
