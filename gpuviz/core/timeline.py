@@ -207,7 +207,9 @@ class Timeline(QObject):
         """Veil every lane from time t to `end` (what a playhead has not reached yet) in
         the background colour, the boxes showing faintly through; None lifts it. Items the
         figure adds to the plot lie under it too, the playhead above it."""
-        self.veil.set_area(QRectF(0, -0.6, end * 1.02, len(self._lanes)))
+        # As tall as the lanes' range (-0.6 to lanes - 0.4): what hangs under the last
+        # lane (9.2's stash strip) is veiled too.
+        self.veil.set_area(QRectF(0, -0.6, end * 1.02, len(self._lanes) + 0.2))
         self.veil.set_from(t if t is not None and t < end else None)
 
     def show_schedule(self, result: Schedule, fill: Callable[[Task], QColor],

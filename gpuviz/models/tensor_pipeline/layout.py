@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, format_value
 from gpuviz.data.hardware import DEFAULT_GPU, gpu
 from gpuviz.data.models import model, model_choices
 from gpuviz.models import transformer as tf
@@ -166,39 +166,46 @@ class LayoutModel(FigureModel):
 
     def _warnings(self, out: LayoutOut) -> tuple[str, ...]:
         lay, m, cfg = out.layout, out.micro_batches, model(self.preset)
+        if lay.dp == 0:  # no layout at all: nothing else is worth saying
+            return (f"No layout: TP × PP = {format_value(lay.tp * lay.pp)} is more than "
+                    f"the {format_value(lay.gpus)} GPUs of "
+                    f"{format_value(lay.gpus // GPUS_PER_NODE, 'servers')}. Lower TP or PP, "
+                    "or add servers.",)
         found = []
         if lay.tp > GPUS_PER_NODE:
             found.append(f"TP {lay.tp} crosses servers: its all-reduces run over "
                          "InfiniBand (figure 9.3).")
-        if lay.dp == 0:
-            found.append(f"TP × PP = {lay.tp * lay.pp} is more than the {lay.gpus} GPUs.")
-        elif lay.used < lay.gpus:
-            found.append(f"TP × PP = {lay.tp * lay.pp} does not divide {lay.gpus} GPUs: "
-                         f"{lay.gpus - lay.used} stay idle.")
+        if lay.used < lay.gpus:
+            found.append(f"TP × PP = {format_value(lay.tp * lay.pp)} does not divide "
+                         f"{format_value(lay.gpus)} GPUs: "
+                         f"{format_value(lay.gpus - lay.used)} stay idle.")
         if out.free < 0:
-            found.append(f"Does not fit: {out.memory.total / GB:.1f} GB on an "
-                         f"{out.hbm / GB:.0f} GB GPU.")
+            found.append(f"Does not fit: {format_value(out.memory.total / GB, 'GB')} on a "
+                         f"GPU of {format_value(out.hbm / GB, 'GB')}.")
         elif out.free < KEEP_FREE[0]:
-            found.append(f"Only {100 * out.free:.0f}% free: keep 10–20% for what the "
-                         "model leaves out.")
-        if self.global_batch % (max(lay.dp, 1) * self.micro_batch):
-            found.append(f"The batch of {self.global_batch:,} does not split into DP {lay.dp} × "
-                         f"micro-batches of {self.micro_batch}.")
+            found.append(f"Only {format_value(100 * out.free, '%', decimals=0)} free: keep "
+                         "10–20% for what the model leaves out.")
+        if self.global_batch % (lay.dp * self.micro_batch):
+            found.append(f"The batch of {format_value(self.global_batch, 'sequences')} does "
+                         f"not split into DP {lay.dp} × micro-batches of "
+                         f"{format_value(self.micro_batch, 'sequences')}.")
         if m < lay.pp:
-            found.append(f"Too few micro-batches for the pipeline: m = {m} for {lay.pp} "
-                         f"stages leaves a {100 * out.bubble:.0f}% bubble; less DP or a "
-                         "bigger batch.")
+            found.append(f"Too few micro-batches for the pipeline: m = {format_value(m)} for "
+                         f"{format_value(lay.pp, 'stages')} leaves a "
+                         f"{format_value(100 * out.bubble, '%', decimals=1)} bubble; less DP "
+                         "or a bigger batch.")
         elif m % lay.pp:
-            found.append(f"m = {m} is not a multiple of PP {lay.pp} (interleaving needs "
-                         "one).")
+            found.append(f"m = {format_value(m)} is not a multiple of PP {lay.pp} "
+                         "(interleaving needs one).")
         if cfg.layers % lay.pp:
-            found.append(f"{cfg.layers} layers do not split evenly into {lay.pp} stages.")
+            found.append(f"{format_value(cfg.layers, 'layers')} do not split evenly into "
+                         f"{format_value(lay.pp, 'stages')}.")
         return tuple(found)
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         lay, mem = out.layout, out.memory
-        return {
+        found = {
             "dp": Readout("DP replicas", lay.dp),
             "uses_all": Readout("TP × PP × DP = GPUs", lay.used == lay.gpus),
             "parameters": Readout("Parameters per GPU", mem.parameters / 1e9, "billion"),
@@ -206,9 +213,14 @@ class LayoutModel(FigureModel):
             "optimizer": Readout("Optimizer states", mem.states.optimizer / GB, "GB"),
             "activations": Readout("Activations", mem.activations / GB, "GB"),
             "total": Readout("First-stage GPU", mem.total / GB, "GB"),
-            "free": Readout("Free", 100 * out.free, "%", decimals=0),
+            "free": (Readout("Free", 100 * out.free, "%", decimals=0) if out.free >= 0
+                     else Readout("Free", shown="none: over HBM")),
             "fits": Readout("Fits with 10% free", out.free >= KEEP_FREE[0]),
             "micro_batches": Readout("Micro-batches m", out.micro_batches),
             "in_flight": Readout("In flight on stage 0", mem.in_flight),
             "bubble": Readout("Bubble (1F1B)", 100 * out.bubble, "%", decimals=1),
         }
+        if lay.dp == 0:  # TP × PP beyond the GPUs: no layout, so none of its numbers
+            for key in found.keys() - {"dp", "uses_all"}:
+                found[key] = Readout(found[key].label, shown="no layout")
+        return found

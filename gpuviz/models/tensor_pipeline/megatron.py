@@ -223,7 +223,13 @@ class MegatronModel(SteppedModel):
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
-        now = out.stages[out.done - 1].title.replace("\n", " ") if out.done else "start"
+        now = "start"
+        if out.done:
+            stage = out.stages[out.done - 1]
+            # An all-reduce by what it sums ("all-reduce of dX"): its header's words ran
+            # past the readout's column ("all-reduce of th…").
+            now = (f"all-reduce of {stage.blocks[0].split(' =')[0]}"
+                   if stage.kind in (ALLREDUCE, EXTRA) else stage.title.replace("\n", " "))
         check = out.check
         extra = [s.width for s in out.stages if s.kind == EXTRA]
         needed = [s.width for s in out.stages if s.kind == ALLREDUCE]
@@ -235,10 +241,10 @@ class MegatronModel(SteppedModel):
                                   decimals=0),
             "extra": (Readout("Extra all-reduce, size", extra[0] / needed[0], "×")
                       if extra else Readout("Extra all-reduce, size", shown="none")),
-            "forward": Readout("Forward: max |split − unsplit|", check.forward, digits=2),
-            "backward": Readout("Backward dX: max difference", check.backward, digits=2),
-            "rows_first": Readout("Rows first + extra all-reduce", check.rows_first,
+            "forward": Readout("Forward, max |diff|", check.forward, digits=2),
+            "backward": Readout("Backward dX, max |diff|", check.backward, digits=2),
+            "rows_first": Readout("Rows first + all-reduce", check.rows_first,
                                   digits=2),
-            "no_allreduce": Readout("Rows first, no extra all-reduce",
+            "no_allreduce": Readout("Rows first, no all-reduce",
                                     check.rows_first_no_allreduce, digits=2),
         }

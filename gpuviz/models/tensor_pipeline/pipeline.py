@@ -26,6 +26,7 @@ step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -50,6 +51,26 @@ FORMULAS = {"gpipe": "(p − 1)/(m + p − 1)", "1f1b": "(p − 1)/(m + p − 1)
             "interleaved": "(p − 1)/(v m + p − 1)", "zb_h1": "(p − 1)/(3 m + p − 1)"}
 MAX_STOPS = 48  # presses of Next through one step, at most
 NO_SCHEDULE = "no schedule"  # interleaving with m not a multiple of p (the comment says why)
+
+
+def _kept(readout: Readout) -> Readout:
+    """A readout with its 3 significant digits kept when they are zeros ("12.0 ms", as
+    "33.0 ms" beside it, not "12 ms"); format_value drops them from a whole number."""
+    value = readout.value
+    if not isinstance(value, float) or not value or not math.isfinite(value):
+        return readout
+    places = max(readout.digits - 1 - math.floor(math.log10(abs(value))), 0)
+    return Readout(readout.label, value, readout.unit, decimals=places)
+
+
+def duration(label: str, seconds: float) -> Readout:
+    """A time of the figure, in the unit time_readout picks, with 3 digits kept."""
+    return _kept(time_readout(label, seconds))
+
+
+def share(label: str, fraction: float) -> Readout:
+    """A share of the step in %, with 3 digits kept ("75.0%")."""
+    return _kept(Readout(label, 100 * fraction, "%"))
 
 
 def stage_lanes(stages: int) -> tuple[Lane, ...]:
@@ -192,6 +213,15 @@ class PipelineModel(PlayheadModel):
             formula = None
         return PipelineOut(pipeline, p, m, v, timed, beside, formula)
 
+    def _time(self) -> Readout:
+        """The playhead's time in the step time's unit ("0 ms" at the start, not "0 ns")."""
+        return self.in_step_unit("Time", self.t)
+
+    def in_step_unit(self, label: str, seconds: float) -> Readout:
+        """A time within the step, in the unit of the step time (a scheduled step)."""
+        step = time_readout("", self.horizon)
+        return _kept(Readout(label, seconds * step.value / self.horizon, step.unit))
+
     @property
     def horizon(self) -> float:
         timed = self.out.timed
@@ -212,7 +242,7 @@ class PipelineModel(PlayheadModel):
         p = out.stages
         formula = FORMULAS[out.pipeline]
         if out.formula is not None:
-            textbook = Readout(formula, 100 * out.formula, "%")
+            textbook = share(formula, out.formula)
         else:
             why = (NO_SCHEDULE if timed is None else
                    "only if m ≥ p" if out.micro_batches < p else "only if B = W = F")
@@ -228,17 +258,17 @@ class PipelineModel(PlayheadModel):
         else:
             peaks = timed.peaks
             rows |= {
-                "step_time": time_readout("Step time", timed.step_time),
-                "bubble": Readout("Bubble share", 100 * timed.bubble, "%"),
-                "idle": time_readout("Idle per stage", timed.idle),
+                "step_time": duration("Step time", timed.step_time),
+                "bubble": share("Bubble share", timed.bubble),
+                "idle": duration("Idle per stage", timed.idle),
                 "peak_first": Readout("Peak stash, stage 0", peaks[0], "micro-batches"),
                 "peak_last": Readout(f"Peak stash, stage {p - 1}", peaks[-1],
                                      "micro-batches"),
             }
         return rows | {
-            "beside_bubble": Readout(f"{other} bubble share", 100 * beside.bubble, "%"),
+            "beside_bubble": share(f"{other} bubble share", beside.bubble),
             "beside_peak": Readout(f"{other} peak, stage 0", beside.peaks[0],
                                    "micro-batches"),
-            "time": time_readout("Time", self.t) if self.horizon > 0 else Readout(
-                "Time", None, shown=NO_SCHEDULE),
+            "time": self._time() if self.horizon > 0 else Readout("Time", None,
+                                                                  shown=NO_SCHEDULE),
         }

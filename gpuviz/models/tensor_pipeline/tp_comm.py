@@ -31,7 +31,9 @@ from gpuviz.core.model import (
     Parameter,
     PredictFirstModel,
     Readout,
+    format_value,
     si_readout,
+    si_text,
     time_readout,
 )
 from gpuviz.data.hardware import DEFAULT_GPU
@@ -142,20 +144,26 @@ class TpCommModel(PredictFirstModel):
 
     def answer_text(self) -> str:
         factor = self.out.link_factor
-        return (f"{factor:.2f}×: the bytes and the FLOPs are the same, only the bandwidth "
-                f"differs ({link_of('nvlink').bandwidth / 1e9:.0f} against "
-                f"{link_of('network').bandwidth / 1e9:.0f} GB/s), so the ratio scales by it at "
-                f"every t. Your guess of {self.guess_factor:.2f}× is "
+        return (f"{format_value(factor, '×')}: the bytes and the FLOPs are the same, only "
+                f"the bandwidth differs ({si_text(link_of('nvlink').bandwidth, 'B/s')} "
+                f"against {si_text(link_of('network').bandwidth, 'B/s')}), so the ratio "
+                f"scales by it at every t. Your guess of "
+                f"{format_value(float(self.guess_factor), '×')} is "
                 f"{self.how_close(self.guess_factor, factor)}.")
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         return {
             "matmul": time_readout("Matmuls (one layer, fwd + bwd)", out.matmul),
-            "allreduce": time_readout("Its 4 all-reduces", out.allreduce),
+            # t = 1 splits nothing: no all-reduce, so no time and no size ("0 ns" beside
+            # "1.05 MB" read as if there were one).
+            "allreduce": (time_readout("Its 4 all-reduces", out.allreduce) if self.tp > 1
+                          else Readout("Its 4 all-reduces", shown="none (no split)")),
             "ratio": Readout("All-reduce / matmul", out.ratio, "×"),
-            "message": si_readout("One all-reduce", out.message, "B"),
-            "link_used": Readout("Ring runs over", name=dict(LINKS)[out.link_used]),
+            "message": (si_readout("One all-reduce", out.message, "B") if self.tp > 1
+                        else Readout("One all-reduce", shown="none (no split)")),
+            "link_used": Readout("Ring runs over", name=dict(LINKS)[out.link_used]
+                                 if self.tp > 1 else "no ring"),
             "crosses_nodes": Readout(f"Crosses {GPUS_PER_NODE}-GPU servers",
                                      out.crosses_nodes),
             "link_factor": self.answer(Readout("InfiniBand ÷ NVLink", out.link_factor, "×")),

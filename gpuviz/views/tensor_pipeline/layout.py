@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, plural
 from gpuviz.core.plots import CellGrid, Legend, Segment, diagram_widget, pen, plot_widget
+from gpuviz.core.plots.cells import TEXT_AIR
 from gpuviz.core.text import TextLayer
 from gpuviz.models.memory import GB
 from gpuviz.models.tensor_pipeline.layout import KEEP_FREE, LayoutOut
@@ -41,6 +43,32 @@ def server_rects(servers: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(frames), np.array(cells)
 
 
+def group_spans(groups: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """One rectangle per run of GPUs of one group, for its number: a whole server when its
+    8 GPUs are one group, else each run along a row of 4. A number over a run has room
+    where a GPU's cell alone is too small for it (32 stages on a 1024x768 projector)."""
+    rects, owners = [], []
+    for server in range(len(groups) // GPUS_PER_NODE):
+        first = server * GPUS_PER_NODE
+        own = groups[first:first + GPUS_PER_NODE]
+        block = cells[first:first + GPUS_PER_NODE]
+        if (own == own[0]).all():
+            x0, y0 = block[:, 0].min(), block[:, 1].min()
+            rects.append((x0, y0, (block[:, 0] + block[:, 2]).max() - x0,
+                          (block[:, 1] + block[:, 3]).max() - y0))
+            owners.append(int(own[0]))
+            continue
+        for row in range(0, GPUS_PER_NODE, GPU_COLUMNS):
+            start = row
+            for g in range(row + 1, row + GPU_COLUMNS + 1):
+                if g == row + GPU_COLUMNS or own[g] != own[start]:
+                    x0, y0, _, h = block[start]
+                    rects.append((x0, y0, block[g - 1, 0] + block[g - 1, 2] - x0, h))
+                    owners.append(int(own[start]))
+                    start = g
+    return np.array(rects, dtype=float).reshape(-1, 4), owners
+
+
 class LayoutView(FigureView):
     def build(self) -> None:
         for name in ("preset", "nodes"):
@@ -55,7 +83,13 @@ class LayoutView(FigureView):
         self.gpus = CellGrid(font_size=9)
         self.box.addItem(self.frames)
         self.box.addItem(self.gpus)
+        # The groups' numbers, over runs of GPUs: one grid for dark text, one for light
+        # (a CellGrid without fills writes all its texts in one colour).
+        self.numbers = {ink: CellGrid(font_size=9) for ink in ("text", "background")}
+        for grid in self.numbers.values():
+            self.box.addItem(grid)
         self.add_plot(canvas, 3)
+        self.box.sigResized.connect(self._number_groups)
 
         self.bar_plot = plot_widget("Memory of one GPU of the first stage (GB)")
         item = self.bar_plot.getPlotItem()
@@ -76,11 +110,37 @@ class LayoutView(FigureView):
                                           anchor=(1.05, 1))
         self.total_label = self.labels.add(role="text", size=10, bold=True, anchor=(-0.05, 0.5))
         item.addItem(self.labels)
-        self.legend = Legend(item, anchor=(0, 0))
+        self.legend = Legend(item, anchor=(0, 0), columns=2)
         for _, role, text in PARTS:
             self.legend.add_box(text, theme.color(role), hatch=False)
         self._top = 0.0
         self.add_plot(self.bar_plot, 2)
+
+    def _number_groups(self) -> None:
+        """Each GPU's group number in its cell where the widest fits one, else one number
+        per run of a group's GPUs (group_spans): measured against the canvas's pixels now,
+        so on a resize too."""
+        lay = self.model.out.layout
+        groups = lay.groups(self.model.colour_by)
+        cells = server_rects(lay.gpus // GPUS_PER_NODE)[1]
+        width, height = self.box.viewPixelSize()
+        metrics = QFontMetricsF(theme.font(9))
+        widest = metrics.horizontalAdvance(str(max(int(groups.max()) + 1, 1))) + TEXT_AIR
+        per_gpu = (bool(width and height) and widest <= 0.9 / width
+                   and metrics.height() <= 0.9 / height + 2)
+        if not self.needs_update("numbers", (groups.tobytes(), per_gpu)):
+            return
+        if per_gpu:
+            rects, owners = cells, groups.tolist()
+        else:
+            rects, owners = group_spans(groups, cells)
+        for ink, grid in self.numbers.items():
+            colour = theme.color(ink)
+            mine = np.array([g >= 0 and theme.readable_on(theme.series(g)).rgba()
+                             == colour.rgba() for g in owners], dtype=bool)
+            grid.set_cells(rects[mine].reshape(-1, 4), [None] * int(mine.sum()),
+                           texts=[str(g + 1) for g, m in zip(owners, mine, strict=True) if m],
+                           text_color=colour)
 
     def refresh(self) -> None:
         out: LayoutOut = self.model.out
@@ -100,14 +160,17 @@ class LayoutView(FigureView):
         groups = lay.groups(self.model.colour_by)
         if self.needs_update("groups", (groups.tobytes(), self.model.colour_by)):
             fills = [theme.series(int(g)) if g >= 0 else theme.color("idle") for g in groups]
-            texts = [str(g + 1) if g >= 0 else "" for g in groups]
-            self.gpus.set_cells(cells, fills, texts=texts)
+            self.gpus.set_cells(cells, fills)
+        self._number_groups()
 
         mem = out.memory
         parts = [getattr(mem.states, attr) if attr != "activations" else mem.activations
                  for attr, _, _ in PARTS]
+        if lay.dp == 0:  # no layout (TP × PP beyond the GPUs): no GPU to draw the memory of
+            parts = [0.0] * len(PARTS)
         hbm = out.hbm / GB
-        top = nice_ceiling(max(mem.total / GB, hbm) * 1.15, FINE_STEPS)
+        total = sum(parts) / GB
+        top = nice_ceiling(max(total, hbm) * 1.15, FINE_STEPS)
         item = self.bar_plot.getPlotItem()
         if top != self._top:
             self._top = top
@@ -120,7 +183,7 @@ class LayoutView(FigureView):
                                                                             strict=True)]),
                            [theme.color(role) for _, role, _ in PARTS],
                            [theme.color("background")] * len(PARTS),
-                           texts=[format_value(p / GB, "GB") for p in parts],
+                           texts=[format_value(p / GB, "GB") if p else "" for p in parts],
                            hatch=[False] * len(PARTS))
         pixel = item.getViewBox().viewPixelSize()
         self.hbm_line.set_line(hbm, -0.5, hbm, 0.9, pixel)
@@ -129,8 +192,8 @@ class LayoutView(FigureView):
         self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
         self.hbm_label.setPos(hbm, 1.3)
         self.free_label.setPos(hbm * (1 - KEEP_FREE[1]), FREE_TOP)
-        self.total_label.setText(format_value(mem.total / GB, "GB"))
-        self.total_label.setPos(mem.total / GB, 0.0)
+        self.total_label.setText(format_value(total, "GB") if total else "")
+        self.total_label.setPos(total, 0.0)
 
         if out.warnings:
             self.message.show_message(" ".join(out.warnings), warn=True)
@@ -138,5 +201,6 @@ class LayoutView(FigureView):
             self.message.show_message(
                 f"TP {lay.tp} × PP {lay.pp} × DP {lay.dp} = {lay.gpus} GPUs. A first-stage "
                 f"GPU holds {format_value(mem.total / GB, 'GB')} of "
-                f"{format_value(hbm, 'GB')}, {100 * out.free:.0f}% free; 1F1B keeps "
+                f"{format_value(hbm, 'GB')}, {format_value(100 * out.free, '%', decimals=0)} free; "
+                f"1F1B keeps "
                 f"{plural(mem.in_flight, 'micro-batch', 'micro-batches')} in flight there.")

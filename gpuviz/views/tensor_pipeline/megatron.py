@@ -95,7 +95,8 @@ class MegatronView(FigureView):
         if width <= 0 or height <= 0:
             return
         names = QFontMetricsF(theme.font(9, bold=True))
-        left_px = names.horizontalAdvance(f"GPU {t}") + TEXT_AIR
+        # Air on both sides of a GPU's name: the canvas's edge clipped its "G".
+        left_px = names.horizontalAdvance(f"GPU {t}") + 2 * TEXT_AIR
         unit_x = max(width - left_px, 1.0) / ((n + 1) * CELL_W)
         metrics = QFontMetricsF(theme.font(9))
         room = (CELL_W - GAP) * unit_x - TEXT_AIR
@@ -110,7 +111,8 @@ class MegatronView(FigureView):
                                         round(header_h, 4))):
             self._draw_cells(out, headers, header_h,
                              lambda text: wrap_lines(text, room, metrics.horizontalAdvance))
-        if self.needs_update("range", (t, n, round(left, 4), round(header_h, 4))):
+        if self.needs_update("range", (t, n, round(left, 4), round(header_h, 4),
+                                       round(unit_x, 4))):
             right, bottom = (n + 1) * CELL_W, t * CELL_H
             self.box.setRange(xRange=(-left, right), yRange=(-header_h, bottom + LEGEND_ROOM),
                               padding=0)
@@ -118,7 +120,7 @@ class MegatronView(FigureView):
                                         bottom + header_h + LEGEND_ROOM))
             for i, label in enumerate(self.gpu_labels):
                 label.setText(f"GPU {i + 1}" if i < t else "")
-                label.setPos(-0.1, (i + 0.5) * CELL_H)
+                label.setPos(-TEXT_AIR / unit_x, (i + 0.5) * CELL_H)
 
     def _draw_cells(self, out: MegatronOut, headers: list[str], header_h: float,
                     wrap: Callable[[str], str]) -> None:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, plural, time_text
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, plural
 from gpuviz.core.plots import CellGrid, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.timeline import BOX_HEIGHT, Timeline
@@ -16,6 +16,8 @@ from gpuviz.models.tensor_pipeline.pipeline import (
     MS,
     PIPELINE_NAMES,
     PipelineOut,
+    duration,
+    share,
     stage_lanes,
 )
 from gpuviz.models.tensor_pipeline.schedules import BACKWARD, FORWARD, WEIGHT
@@ -23,8 +25,9 @@ from gpuviz.models.tensor_pipeline.schedules import BACKWARD, FORWARD, WEIGHT
 KIND_ROLES = {FORWARD: "compute_light", BACKWARD: "compute", WEIGHT: "compute"}
 W_HEIGHT = 0.4  # a weight-gradient pass is drawn thinner than F and B (same blue as B)
 STRIP_TOP = BOX_HEIGHT / 2 + 0.02  # the stash strip hangs under its lane's boxes
-STRIP_HEIGHT = 0.24  # for the most any stage holds, of a lane's height of 1 (the bars
-# on the right compare the amounts)
+STRIP_HEIGHT = 0.23  # for the most any stage holds, of a lane's height of 1 (the bars
+# on the right compare the amounts); it ends 0.6 under the lane's middle, inside the veil
+# and the lanes' range
 BAR_HEIGHT = 0.6
 BAR_ROOM = 1.3  # the stash axis runs to 1.3 m, or a little more
 KIND_WORDS = {FORWARD: "forward", BACKWARD: "backward", WEIGHT: "weight gradient"}
@@ -172,30 +175,38 @@ class PipelineView(FigureView):
                 f"of p, so m must be a multiple of p = {p}: try m = {multiples} "
                 f"(now {m}).", warn=True)
             return
-        share = format_value(100 * timed.bubble, "%")
-        idle = f"each stage idles {time_text(timed.idle)} of {time_text(timed.step_time)}"
+        bubble = share("", timed.bubble).text
+        idle = (f"each stage idles {duration('', timed.idle).text} of "
+                f"{duration('', timed.step_time).text}")
         first = format_value(float(timed.peaks[0]))
         beside = out.beside
         other = PIPELINE_NAMES[beside.pipeline]
-        if out.pipeline == "gpipe":
+        other_bubble = share("", beside.bubble).text
+        if out.pipeline == "gpipe" and m == 1:
+            text = (f"With 1 micro-batch, GPipe runs it forward through the stages, then "
+                    f"backward: {idle} ({bubble}), and each stage holds it until its "
+                    f"backward. Raise m to fill the pipeline.")
+        elif out.pipeline == "gpipe":
             held = plural(m, "micro-batch", "micro-batches")
             text = (f"GPipe runs all {plural(m, 'forward')}, then all backwards: {idle} "
-                    f"({share}), and every stage holds all {held} at once. Switch to "
+                    f"({bubble}), and every stage holds all {held} at once. Switch to "
                     f"1F1B: the same bubble, at most {format_value(beside.peaks[0])} on "
                     f"stage 0.")
         elif out.pipeline == "1f1b":
-            text = (f"1F1B starts each backward as soon as it can: {idle} ({share}), as "
+            text = (f"1F1B starts each backward as soon as it can: {idle} ({bubble}), as "
                     f"GPipe does, but stage i holds at most min(m, p − i) micro-batches "
                     f"({first} on stage 0, against {format_value(beside.peaks[0])}).")
         elif out.pipeline == "interleaved":
-            text = (f"{plural(out.chunks, 'chunk')} per GPU, each pass 1/{out.chunks} as "
-                    f"long: {idle} ({share}, {other} {format_value(100 * beside.bubble, '%')})"
-                    f"; stage 0 holds up to {first} micro-batches.")
+            held = plural(float(timed.peaks[0]), "micro-batch", "micro-batches")
+            passes = (f"{plural(out.chunks, 'chunk')} per GPU, each pass 1/{out.chunks} as "
+                      "long" if out.chunks > 1 else
+                      "1 chunk per GPU, each pass full length")
+            text = (f"{passes}: {idle} ({bubble}, {other} {other_bubble}); stage 0 holds "
+                    f"up to {held}.")
         else:
             text = (f"ZB-H1 splits each backward into B, which the stage before waits "
-                    f"for, and W, which can wait: {idle} ({share}, {other} "
-                    f"{format_value(100 * beside.bubble, '%')}), holding no more than "
-                    f"{other} ({first} on stage 0).")
+                    f"for, and W, which can wait: {idle} ({bubble}, {other} "
+                    f"{other_bubble}), holding no more than {other} ({first} on stage 0).")
         self.message.show_message(text)
 
     def _read_box(self, index: int) -> None:
@@ -208,4 +219,5 @@ class PipelineView(FigureView):
         self.message.show_message(
             f"{task.text}: the {KIND_WORDS[task.kind]} pass of micro-batch "
             f"{int(micro_batch) + 1}{of_chunk} on stage {stage}, "
-            f"{time_text(result.start[index])} to {time_text(result.end[index])}.")
+            f"{self.model.in_step_unit('', result.start[index]).text} to "
+            f"{self.model.in_step_unit('', result.end[index]).text}.")

@@ -17,6 +17,7 @@ from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.tensor_pipeline.tp_comm import GPUS_PER_NODE, TP_MAX, TpCommOut
 
 X_RANGE = (0.0, math.log2(TP_MAX))  # log2 t
+X_PAD = 0.25  # log2 units beyond 1 and TP_MAX: room for the dot and the last tick's "32"
 NODE_X = math.log2(GPUS_PER_NODE)
 STYLES = {"nvlink": Qt.SolidLine, "network": Qt.DashLine}
 BAR_ROWS = ("Matmuls", "All-reduces")
@@ -32,7 +33,7 @@ class TpCommView(FigureView):
         self.plot = plot_widget("TP degree t (GPUs, log scale)",
                                 "All-reduce time / matmul time")
         item = self.plot.getPlotItem()
-        item.setXRange(*X_RANGE, padding=0.02)
+        item.setXRange(X_RANGE[0] - X_PAD, X_RANGE[1] + X_PAD, padding=0)
         item.getAxis("bottom").setTicks([[(math.log2(t), str(t))
                                           for t in (1, 2, 4, 8, 16, 32)], []])
         self.curves = {name: curve(item, pen("network", 3.0, style))
@@ -45,8 +46,11 @@ class TpCommView(FigureView):
         legend.add_line("NVLink", pen("network", 3.0, STYLES["nvlink"]))
         legend.add_line("InfiniBand", pen("network", 3.0, STYLES["network"]))
         legend.add_line("ratio 1: all-reduces as long as matmuls", pen("highlight", 2.0))
-        self.labels = TextLayer(QRectF(X_RANGE[0], -3, X_RANGE[1], 6), keep_inside=True)
-        self.node_label = self.labels.add(f"past {GPUS_PER_NODE} GPUs: across servers",
+        self.labels = TextLayer(QRectF(X_RANGE[0] - X_PAD, -3, X_RANGE[1] + 2 * X_PAD, 6),
+                                keep_inside=True)
+        # Two lines: on one, it did not fit right of the line on a small projector
+        # (1024x768) and was pushed left of it.
+        self.node_label = self.labels.add(f"past {GPUS_PER_NODE} GPUs:\nacross servers",
                                           role="text", size=9, anchor=(-0.03, -0.2))
         self.factor_label = self.labels.add(role="network", size=10, bold=True,
                                             anchor=(0.5, 0.5))
@@ -81,7 +85,8 @@ class TpCommView(FigureView):
             item = self.plot.getPlotItem()
             item.setYRange(low, high, padding=0)
             set_log_ticks(item.getAxis("left"), low, high)
-            self.labels.set_bounds(QRectF(X_RANGE[0], low, X_RANGE[1], high - low))
+            self.labels.set_bounds(QRectF(X_RANGE[0] - X_PAD, low, X_RANGE[1] + 2 * X_PAD,
+                                          high - low))
             self.node_line.set_data([NODE_X, NODE_X], [low, high])
             self.node_label.setPos(NODE_X, low)
         if self.needs_update("curves", (out.ratios["nvlink"][0], revealed)):
@@ -109,7 +114,7 @@ class TpCommView(FigureView):
         self.bars.set_cells(np.array([(0.0, i - 0.3, v, 0.6) for i, v in enumerate(ms)]),
                             [theme.color("compute"), theme.color("network")])
         for i, (label, seconds) in enumerate(zip(self.bar_labels, times, strict=True)):
-            label.setText(f" {time_text(seconds)}")
+            label.setText(f" {time_text(seconds)}" if seconds > 0 else " none")
             label.setPos(ms[i], i)
         self.predict.sync()
         self.message.show_message(self._describe(out), warn=out.crosses_nodes
