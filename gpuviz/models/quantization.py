@@ -25,6 +25,7 @@ from gpuviz.core.model import (
     Parameter,
     PredictFirstModel,
     Readout,
+    format_g,
     format_value,
     time_readout,
     time_text,
@@ -657,6 +658,11 @@ def format_point(tokens: int, k: int, m: int, bits: float, roof: Roof) -> Format
 SPEEDUP_DECIMALS = 3
 
 
+def bits_text(bits: float) -> str:
+    """Stored bits per weight as figure 11.5 writes them everywhere, exactly: 4.0625."""
+    return format_g(bits, 6)
+
+
 def speedup_text(speedup: float) -> str:
     """W4's speed-up over W16 as figure 11.5 writes it everywhere: 3.873×."""
     return format_value(speedup, "×", decimals=SPEEDUP_DECIMALS)
@@ -702,7 +708,9 @@ class W4A16Model(FigureModel):
         name = dict(FORMATS)[self.selected]
         return {
             "shape": Readout("Weight k × m", name=f"{out.k:,} × {out.m:,}"),
-            "w4_bits": Readout("W4 bits per weight", out.points[W4].bits, digits=4),
+            # Exact (4.0625, 4.125, 4.5), as the legend of the time plot writes it.
+            "w4_bits": Readout("W4 bits per weight", out.points[W4].bits,
+                               shown=bits_text(out.points[W4].bits)),
             "speedup": Readout("Speed-up W4 over W16", out.speedup, "×",
                                decimals=SPEEDUP_DECIMALS),
             "selected": Readout("Selected point", name=name),

@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_g
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import GRID_VALUES
@@ -57,8 +57,12 @@ class GridView(FigureView):
                                        Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
         self.value_label = self.labels.add("values x", role="text", size=9, anchor=(0, 1.1))
         self.grid_label = self.labels.add("", role="text", size=9, anchor=(0, -0.1))
-        self.code_labels = [self.labels.add("", role="muted", size=9, anchor=(0.5, -0.15))
-                            for _ in range(3)]
+        # Codes −q, 0 and +q under their ticks; "0" is drawn first, and where the grid is
+        # too narrow for the three (a tiny α beside the outlier) ±q give way to it rather
+        # than run together (the grid label below names them).
+        zero, low, high = (self.labels.add("", role="muted", size=9, anchor=(0.5, -0.15),
+                                           give_way=True) for _ in range(3))
+        self.code_labels = [low, zero, high]
         self.alpha_labels = [self.labels.add("", role="memory", size=9, anchor=(a, 1.1))
                              for a in (1.05, -0.05)]
         item.addItem(self.labels)
@@ -93,7 +97,7 @@ class GridView(FigureView):
             for label, sign in zip(self.alpha_labels, (-1, 1), strict=True):
                 label.setText(f"{'−' if sign < 0 else '+'}α")
                 label.setPos(sign * out.alpha, MARK_TOP)
-            self.grid_label.setText(f"grid: codes −{q} … +{q}, step {format_g(step, 3)}")
+            self.grid_label.setText(f"grid: codes −{q} … +{q}, step {format_value(step)}")
 
         clipped = np.abs(out.values) > out.alpha
         if self.needs_update("lines", (out.values.tobytes(), out.quantized.tobytes())):

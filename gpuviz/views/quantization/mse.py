@@ -11,9 +11,9 @@ from PySide6.QtWidgets import QApplication
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import decade_label
-from gpuviz.core.model import format_g
-from gpuviz.core.plots import Dots, curve, pen, plot_widget, text_item
-from gpuviz.core.text import TextLayer
+from gpuviz.core.model import format_value, superscript
+from gpuviz.core.plots import Dots, curve, pen, plot_widget
+from gpuviz.core.text import PlacedTextLayer, TextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.quantization import MSE_ALPHA_MAX, MSE_ALPHA_MIN, sigma_text
 
@@ -23,7 +23,20 @@ X_RANGE = (0.0, MSE_ALPHA_MAX)
 DRAW_EVERY = 4
 # Where the labels sit (sigma): left of the minimum, where the three curves are apart
 # (to the right the total runs on top of the rounding part and the dashed line).
+MARKER_SIZE = 14  # pixels across
+# Where "total" may sit by the marker (anchors of its text box), the preferred first.
+TOTAL_ANCHORS = ((0.5, 1.2), (-0.1, 1.1), (1.1, 1.1), (-0.15, 0.5), (1.15, 0.5),
+                 (-0.1, -0.2), (1.1, -0.2))
+CLIPPING_XS = (0.6, 0.9, 1.2, 1.5)  # sigma: where "clipping" may sit, the first preferred
 LABEL_X = {"clipping": 0.6, "rounding": 1.6, "uniform": 1.6}
+
+
+def _decade_text(exponent: int, low: int) -> str:
+    """A tick's label, every decade of the axis written one way: 10⁻⁵ beside 10⁻⁴ (not
+    0.0001) once the axis reaches below 0.001, as the readouts write such numbers."""
+    if low < -3:
+        return "1" if exponent == 0 else f"10{superscript(exponent)}"
+    return decade_label(exponent)
 
 
 def _log(values: np.ndarray) -> np.ndarray:
@@ -54,24 +67,29 @@ class MseView(FigureView):
         self.guess_line = curve(item, pen("neutral", 1.5, Qt.DashDotLine))
         self.best_line = curve(item, pen("highlight", 2.0))
         self.alpha_line = curve(item, pen("highlight", 1.5, Qt.DashLine))
-        self.marker = Dots(item, 1, 14, theme.color("highlight"), pen("text", 1.5))
+        self.marker = Dots(item, 1, MARKER_SIZE, theme.color("highlight"), pen("text", 1.5))
         self.labels = TextLayer(QRectF(X_RANGE[0], -12, X_RANGE[1] - X_RANGE[0], 14),
                                 keep_inside=True)
+        # Kept inside the plot: at the top or the right edge "total" moves to another
+        # side of its marker rather than being cut.
+        self.total_layer = PlacedTextLayer(QRectF(X_RANGE[0], -12, X_RANGE[1] - X_RANGE[0],
+                                                  14))
+        self._total_segments = np.zeros((0, 4))
         self.curve_labels = {
             "rounding": self.labels.add("rounding", role="compute", size=9, bold=True,
                                         anchor=(-0.1, -0.2)),
-            "clipping": self.labels.add("clipping", role="memory", size=9, bold=True,
-                                        anchor=(0, 1.1)),
+            # In the layer of "total", which keeps off it near α = 0.
+            "clipping": self.total_layer.add("clipping", role="memory", size=9, bold=True,
+                                             anchor=(0, 1.1)),
             # Above and left of its rising curve, where nothing is drawn (at the curve's
             # foot a large label would be pushed right, onto the curves).
             "uniform": self.labels.add("step²/12", role="neutral", size=9,
                                        anchor=(1.08, 1.1)),
         }
-        # On its own: a label of the plot-wide layer that moves with every α would
-        # repaint the whole plot.
-        self.total_label = text_item("total", role="text", size=9, bold=True,
-                                     anchor=(0.5, 1.2))
-        item.addItem(self.total_label)
+        # Kept off "clipping", the curve and the α line (it moves with every α).
+        self.total_label = self.total_layer.add("total", role="text", size=9, bold=True)
+        self.total_layer.set_order([self.total_label])
+        item.addItem(self.total_layer)
         # Left of its line: the guess line starts at 4σ, just right of min-max (3.9σ).
         # On a small screen it would sit on "clipping": then the caption names the line.
         self.min_max_label = self.labels.add("", role="neutral", size=9, anchor=(1.05, 0),
@@ -121,17 +139,27 @@ class MseView(FigureView):
             self.clipping.set_data(c.alphas[d], _log(c.clipping[d]))
             self.uniform.set_data(c.alphas[d], _log(c.uniform[d]))
             self.total.set_data(c.alphas[d], log_total[d])
+            self._total_segments = polyline_segments(c.alphas[d], log_total[d], 4)
             low = math.floor(np.nanmin(log_total)) - 2
             high = math.ceil(np.nanmax(log_total))
             if self._y_range != (low, high):
                 self._y_range = (low, high)
                 item.setYRange(low, high, padding=0)
-                ticks = [(float(k), decade_label(k)) for k in range(low, high + 1)]
+                ticks = [(float(k), _decade_text(k, low)) for k in range(low, high + 1)]
                 item.getAxis("left").setTicks([ticks, []])
             for name, label in self.curve_labels.items():
                 i = int(np.argmin(np.abs(c.alphas - LABEL_X[name])))
                 y = float(_log(getattr(c, name)[i:i + 1])[0])
                 label.setPos(LABEL_X[name], y if math.isfinite(y) else low)
+            # "clipping" above its falling curve, farther along when "total" (placed
+            # first) is by the marker near α = 0.
+            places = []
+            for x in CLIPPING_XS:
+                i = int(np.argmin(np.abs(c.alphas - x)))
+                y = float(_log(c.clipping[i:i + 1])[0])
+                if math.isfinite(y):
+                    places.append((x, y, 0.0, 1.1))
+            self.total_layer.set_candidates(self.curve_labels["clipping"], places)
             x = c.max_abs
             self.min_max_line.set_data([x, x], [low, high])
             self.min_max_label.setText(f"min-max {sigma_text(x)}")
@@ -141,7 +169,11 @@ class MseView(FigureView):
         total = math.log10(out.rounding + out.clipping)
         self.alpha_line.set_data([alpha, alpha], [low, total])
         self.marker.set_points([alpha], [total])
-        self.total_label.setPos(alpha, total)
+        self.total_layer.set_candidates(self.total_label, [
+            (alpha, total, *anchor) for anchor in TOTAL_ANCHORS])
+        self.total_layer.set_obstacles(self._total_segments, np.array([[alpha, total]]),
+                                       MARKER_SIZE * theme.screen_scale(),
+                                       moving=np.array([[alpha, low, alpha, total]]))
         guess = self.model.guess_alpha
         self.guess_line.set_data([guess, guess], [low, high])
         self.guess_label.setText(f"your guess {sigma_text(guess)}")
@@ -158,7 +190,8 @@ class MseView(FigureView):
         self.predict.sync()
         share = out.clipping / (out.rounding + out.clipping) if out.clipping else 0.0
         self.message.show_message(
-            f"α = {sigma_text(alpha)}: rounding {format_g(out.rounding, 3)} "
-            f"(step²/12 = {format_g(out.uniform, 3)}), clipping {format_g(out.clipping, 3)}, "
+            f"α = {sigma_text(alpha)}: rounding {format_value(out.rounding)} "
+            f"(step²/12 = {format_value(out.uniform)}), clipping "
+            f"{format_value(out.clipping)}, "
             f"{100 * share:.0f}% of the total from clipping. "
             f"Range {sigma_text(MSE_ALPHA_MIN)} to {sigma_text(MSE_ALPHA_MAX)}.")

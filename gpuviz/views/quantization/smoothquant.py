@@ -19,9 +19,8 @@ from gpuviz.core.plots import (
     opaque_blend,
     pen,
     plot_widget,
-    text_item,
 )
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.models.quantization import (
     SQ_ALPHAS,
     SQ_CHANNELS,
@@ -32,6 +31,10 @@ from gpuviz.models.quantization import (
 BEFORE_WIDTH, AFTER_WIDTH = 0.36, 0.2  # bar widths in channels
 OFFSET = 0.2  # X bars left of the channel, W bars right
 FAINT = 90  # opacity of the bars before smoothing
+MARKER_SIZE = 13  # pixels across
+# Where the marker's label may sit (anchors of its text box), the preferred first.
+MARKER_ANCHORS = ((0.5, 1.3), (-0.1, 1.1), (1.1, 1.1), (-0.15, 0.5), (1.15, 0.5),
+                  (-0.1, -0.3), (1.1, -0.3), (0.5, -0.4))
 
 
 def _maxima_range() -> tuple[int, int]:
@@ -87,18 +90,28 @@ class SmoothQuantView(FigureView):
         self.plain_line = curve(eitem, pen("neutral", 1.5, Qt.DashLine))
         self.plain_line.set_data([0.0, 1.0], [plain, plain])
         self.alpha_line = curve(eitem, pen("highlight", 1.5, Qt.DashLine))
-        self.marker = Dots(eitem, 1, 13, theme.color("highlight"), pen("text", 1.5))
-        labels = TextLayer(QRectF(0, 0, 1, top), keep_inside=True)
-        labels.add(f"best α = {best:.2f} on this data", role="neutral", size=9,
-                   anchor=(1.03, 0)).setPos(best, top)
+        self.marker = Dots(eitem, 1, MARKER_SIZE, theme.color("highlight"), pen("text", 1.5))
+        # Every label kept inside the plot and off the others, the curve and the marker
+        # (at α = 0 the marker's label would sit on the no-smoothing one, at α = 1 it ran
+        # past the right edge). The marker's label is placed first; a label that moves
+        # repaints its own rectangles only.
+        self.labels = labels = PlacedTextLayer(QRectF(-0.1, -1, 1.2, top + 2))
+        self.best_label = labels.add(f"best α = {best:.2f} on this data", role="neutral",
+                                     size=9)
+        labels.set_candidates(self.best_label, [(best, top, 1.03, 0.0), (best, top, -0.03, 0.0)])
+        self.plain_label = labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral",
+                                      size=9)
         # Under its line: above it, near the top, it ran into the best-α label.
-        labels.add(f"no smoothing (s = 1): {plain:.2f}%", role="neutral", size=9,
-                   anchor=(0, -0.1)).setPos(0.0, plain)
+        labels.set_candidates(self.plain_label, [
+            (0.0, plain, 0.0, -0.1), (1.0, plain, 1.0, -0.1), (0.5, plain, 0.5, -0.1),
+            (1.0, plain, 1.0, 1.1), (0.0, plain, 0.0, 1.1)])
+        self.marker_label = labels.add(role="highlight", size=9, bold=True)
+        labels.set_order([self.marker_label])
         eitem.addItem(labels)
-        # Its own item: moving a label of the plot-wide layer repaints the whole plot.
-        self.marker_label = text_item("", role="highlight", size=9, bold=True,
-                                      anchor=(0.5, 1.3))
-        eitem.addItem(self.marker_label)
+        self._error_segments = np.vstack([
+            polyline_segments(np.asarray(SQ_ALPHAS, dtype=float), errors),
+            [[0.0, plain, 1.0, plain]]])
+        self._best_segment = np.array([[best, 0.0, best, top]])
         self.add_plot(self.error_plot, 2)
 
     def refresh(self) -> None:
@@ -122,7 +135,11 @@ class SmoothQuantView(FigureView):
         self.alpha_line.set_data([a, a], [0.0, err])
         self.marker.set_points([a], [err])
         self.marker_label.setText(f"{format_g(err, 3)}%")
-        self.marker_label.setPos(a, err)
+        self.labels.set_candidates(self.marker_label, [
+            (a, err, *anchor) for anchor in MARKER_ANCHORS])
+        self.labels.set_obstacles(self._error_segments, np.array([[a, err]]),
+                                  MARKER_SIZE * theme.screen_scale(), faint=self._best_segment,
+                                  moving=np.array([[a, 0.0, a, err]]))
         x_spread = out.x_max_after.max() / out.x_max_after.min()
         w_spread = out.w_max_after.max() / out.w_max_after.min()
         self.message.show_message(

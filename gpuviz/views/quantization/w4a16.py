@@ -12,9 +12,16 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges, set_log_ticks, set_time_ticks
-from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget, text_item
-from gpuviz.core.text import TextLayer
-from gpuviz.models.quantization import COMPUTE_BOUND, TOKENS_MAX, W4, W16, speedup_text
+from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget
+from gpuviz.core.text import PlacedTextLayer, polyline_segments
+from gpuviz.models.quantization import (
+    COMPUTE_BOUND,
+    TOKENS_MAX,
+    W4,
+    W16,
+    bits_text,
+    speedup_text,
+)
 
 X_RANGE = (-0.5, 4.0)  # log10 FLOP/B
 Y_RANGE = (12.0, 15.5)  # log10 FLOP/s
@@ -22,6 +29,14 @@ N_RANGE = (0.0, math.log10(TOKENS_MAX))
 FORMAT_KEYS = (W16, W4)
 CLICK_PIXELS = 24  # how near a click must be to a point to select it
 MEMORY_LABEL_X = 1.2  # log10 FLOP/B: clear of the points at n = 1 and n = 64
+RING_SIZE = 26  # pixels across, the selected point's ring
+# Where each point's label may sit (anchors of its text box), the preferred first: W16
+# left of its point and W4 right of it, as on the slope; on the flat roof, where both
+# points lie on the line, above or below it instead.
+POINT_ANCHORS = {
+    W16: ((1.25, 0.5), (1.0, 1.3), (0.5, 1.4), (1.0, -0.3), (0.5, -0.4), (-0.25, 0.5)),
+    W4: ((-0.25, 0.5), (0.0, -0.3), (0.5, -0.4), (0.0, 1.3), (0.5, 1.4), (1.25, 0.5)),
+}
 
 
 def _format_pen(index: int, width: float = 2.5) -> object:
@@ -49,20 +64,22 @@ class W4A16View(FigureView):
         set_log_ranges(item, X_RANGE, Y_RANGE, y_unit="FLOP/s")
         self.memory_roof = curve(item, pen("memory", 3.0))
         self.compute_roof = curve(item, pen("compute", 3.0))
-        self.ring = Dots(item, 1, 26, theme.color("highlight"))
+        self.ring = Dots(item, 1, RING_SIZE, theme.color("highlight"))
         # One marker per format and bound; the one of the current bound shows.
         fills = [theme.color(role) for _ in FORMAT_KEYS for role in ("compute", "memory")]
         self.points = Dots(item, 4, 15, fills, pen("text", 1.5))
-        self.roof_labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                            Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
+        # Each label where it covers no other label, roof or point (placed in pixels).
+        self.roof_labels = PlacedTextLayer(QRectF(X_RANGE[0], Y_RANGE[0],
+                                                  X_RANGE[1] - X_RANGE[0],
+                                                  Y_RANGE[1] - Y_RANGE[0]))
         # Below and right of the rising roof, whose line would cross a label set above it.
         self.memory_label = self.roof_labels.add(role="memory", size=9, bold=True,
                                                  anchor=(-0.08, -0.3))
         self.compute_label = self.roof_labels.add(role="compute", size=9, bold=True,
                                                   anchor=(1, 1.1))
         self.point_labels = {key: self.roof_labels.add(
-            "W16" if key == W16 else "W4", size=10, bold=True,
-            anchor=(1.15, 0.5) if key == W16 else (-0.15, 0.5)) for key in FORMAT_KEYS}
+            "W16" if key == W16 else "W4", size=10, bold=True) for key in FORMAT_KEYS}
+        self._roof_segments = np.zeros((0, 4))
         item.addItem(self.roof_labels)
         self.roof_plot.scene().sigMouseClicked.connect(self._on_click)
         self.roof_plot.setToolTip("Click a point to read its minimum time")
@@ -81,9 +98,13 @@ class W4A16View(FigureView):
         self.key = Legend(titem, anchor=(0, 0))
         # The comparison the figure is about, beside the two marks at n (its own item:
         # it moves with n).
-        self.speedup_label = text_item("", role="text", size=11, bold=True)
-        titem.addItem(self.speedup_label)
+        # Placed off the two curves, inside the plot (at n = 8,192 the marks are near its
+        # top right corner).
+        self.time_labels = PlacedTextLayer(QRectF(N_RANGE[0] - 1, -12, N_RANGE[1] + 2, 14))
+        self.speedup_label = self.time_labels.add(role="text", size=11, bold=True)
+        titem.addItem(self.time_labels)
         self._time_range: tuple[int, int] | None = None
+        self._curve_segments = np.zeros((0, 4))
         self.add_plot(self.time_plot, 2)
 
     def _on_click(self, event: object) -> None:
@@ -116,6 +137,9 @@ class W4A16View(FigureView):
             # Left of the ridge and above the peak nothing is drawn; the points gather on
             # the flat roof to the right of it.
             self.compute_label.setPos(log_ridge - 0.05, log_peak + 0.05)
+            self._roof_segments = np.array(
+                [[X_RANGE[0], log_bw + X_RANGE[0], log_ridge, log_peak],
+                 [log_ridge, log_peak, X_RANGE[1], log_peak]])
 
         xs, ys = [], []
         for key in FORMAT_KEYS:
@@ -124,8 +148,13 @@ class W4A16View(FigureView):
             compute = p.time.bound == COMPUTE_BOUND
             xs += [x, math.nan] if compute else [math.nan, x]
             ys += [y, y]
-            self.point_labels[key].setPos(x, y)
+            self.roof_labels.set_candidates(self.point_labels[key], [
+                (x, y, *anchor) for anchor in POINT_ANCHORS[key]])
         self.points.set_points(xs, ys)
+        dots = [(math.log10(out.points[k].intensity), math.log10(out.points[k].attained))
+                for k in FORMAT_KEYS]
+        self.roof_labels.set_obstacles(self._roof_segments, np.array(dots),
+                                       RING_SIZE * theme.screen_scale())
         chosen = out.points[out.selected]
         self.ring.set_points([math.log10(chosen.intensity)], [math.log10(chosen.attained)])
 
@@ -140,9 +169,12 @@ class W4A16View(FigureView):
                 self._time_range = (low, high)
                 titem.setYRange(low, high, padding=0)
                 set_time_ticks(titem.getAxis("left"), low, high)
+            self._curve_segments = np.vstack([
+                polyline_segments(n, np.log10(out.curve_w16), 2),
+                polyline_segments(n, np.log10(out.curve_w4), 2)])
             self.key.clear()
             self.key.add_line("W16, bf16 weights", _format_pen(SERIES[W16]))
-            self.key.add_line(f"W4, {out.points[W4].bits:g} bits per weight",
+            self.key.add_line(f"W4, {bits_text(out.points[W4].bits)} bits per weight",
                               _format_pen(SERIES[W4]))
         low, high = self._time_range
         n = math.log10(out.tokens)
@@ -150,11 +182,15 @@ class W4A16View(FigureView):
         times = [math.log10(out.points[k].time.time) for k in FORMAT_KEYS]
         self.time_marks.set_points([n, n], times)
         self.speedup_label.setText(speedup_text(out.speedup))
+        top, middle = max(times), sum(times) / 2
         if out.points[W4].time.bound == COMPUTE_BOUND:
-            # W4's line rises from here: above and left of the upper mark stays clear.
-            self.speedup_label.setAnchor((1.1, 1.1))
-            self.speedup_label.setPos(n, max(times))
+            # W4's line rises from here: above and left of the upper mark stays clear;
+            # near the top of the plot, left of the n line and above the rising curves.
+            places = [(n, top, 1.1, 1.1), (n, high, 1.1, -0.1), (n, top, 1.15, 0.5),
+                      (n, top, -0.1, 1.1), (n, top, 1.1, -0.1)]
         else:  # both lines flat: between them, right of the marks
-            self.speedup_label.setAnchor((-0.15, 0.5))
-            self.speedup_label.setPos(n, sum(times) / 2)
+            places = [(n, middle, -0.15, 0.5), (n, middle, 1.15, 0.5), (n, top, 1.1, 1.1),
+                      (n, top, -0.1, 1.1)]
+        self.time_labels.set_candidates(self.speedup_label, places)
+        self.time_labels.set_obstacles(self._curve_segments, moving=np.array([[n, low, n, high]]))
         self.message.show_message(self.model.message())
