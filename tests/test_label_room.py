@@ -126,13 +126,13 @@ def _coalescing(view) -> None:  # noqa: ANN001
 
 
 def _online_softmax(view) -> None:  # noqa: ANN001
-    from gpuviz.views.flash_attention.online_softmax import ROWS_BOTTOM, STATE_HEIGHT
+    from gpuviz.views.flash_attention.online_softmax import STATE_HEIGHT, _rows_bottom
 
     box = view.box
     width = view._width
     label = text_rect(view.state_label)
     assert inside(label, item_rect(box)), "state label cut off"
-    rows = data_rect(box, -0.1, -0.06, width, ROWS_BOTTOM)
+    rows = data_rect(box, -0.1, -0.06, width, _rows_bottom(view._lines))  # every line
     state = data_rect(box, 0, view._state_y, width, view._state_y + STATE_HEIGHT)
     assert not label.intersects(rows), "state label over the rows"
     assert not label.intersects(state), "state label over the state boxes"

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout, SteppedModel
+from gpuviz.core.model import (
+    TIME_UNITS,
+    FigureModel,
+    Parameter,
+    Readout,
+    SteppedModel,
+    time_readout,
+)
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 
 KB = 1024
@@ -132,9 +139,12 @@ class FusionModel(FigureModel):
 
     def readouts(self) -> dict[str, Readout]:
         out = self.out
+        unit = time_readout("", out.unfused_s).unit
         return {
-            "unfused_time": Readout(f"Unfused, {self.k} kernels", out.unfused_s / US, "µs"),
-            "fused_time": Readout("Fused, 1 kernel", out.fused_s / US, "µs"),
+            # Both in the time unit of the slower (time_text's), three significant digits
+            # each: "1.00 µs" against "0.500 µs", "19.1 ms" against "2.40 ms".
+            "unfused_time": _time_in(f"Unfused, {self.k} kernels", out.unfused_s, unit),
+            "fused_time": _time_in("Fused, 1 kernel", out.fused_s, unit),
             "speedup": Readout("Speed-up at this N", out.speedup, "×"),
             "regime": Readout("Unfused kernels are",
                               name="launch-bound" if out.launch_bound else "memory-bound"),
@@ -151,6 +161,16 @@ class FusionModel(FigureModel):
             "fused_bytes": Readout("Bytes/element, fused", out.fused_bytes, "B"),
             "bandwidth": Readout("HBM bandwidth", out.bandwidth / 1e12, "TB/s"),
         }
+
+
+def _time_in(label: str, seconds: float, unit: str) -> Readout:
+    """A duration in `unit` (one of TIME_UNITS) with three significant digits, trailing
+    zeros kept ("1.00 µs", not "1 µs", beside "0.500 µs")."""
+    value = seconds / dict((name, factor) for factor, name in TIME_UNITS)[unit]
+    if value == 0 or not math.isfinite(value):
+        return Readout(label, value, unit)
+    magnitude = math.floor(math.log10(abs(float(f"{value:.2e}"))))
+    return Readout(label, value, unit, decimals=max(2 - magnitude, 0))
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuviz.core.model import FigureModel, Parameter, Readout
+from gpuviz.core.model import FigureModel, Parameter, Readout, time_readout
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
 from gpuviz.models.flash_attention.common import BF16_BYTES, FP32_BYTES
 
@@ -190,11 +190,11 @@ class SplitKVModel(FigureModel):
                                     "GB/s"),
             "hbm_use": Readout("HBM bandwidth in use", 100 * sp.stream_bandwidth
                                / s.hbm_bandwidth, "%"),
-            "time_unsplit": Readout("Time, no splits", s.unsplit.total_time * 1e6,
-                                    "µs"),
-            "attention_time": Readout("Attention kernel", sp.attention_time * 1e6, "µs"),
-            "merge_time": Readout("Merge kernel", sp.merge_time * 1e6, "µs"),
-            "time_split": Readout("Time, these splits", sp.total_time * 1e6, "µs"),
+            # In the time unit that keeps 1 to 999 before it ("329 ms", not "328,636 µs").
+            "time_unsplit": time_readout("Time, no splits", s.unsplit.total_time),
+            "attention_time": time_readout("Attention kernel", sp.attention_time),
+            "merge_time": time_readout("Merge kernel", sp.merge_time),
+            "time_split": time_readout("Time, these splits", sp.total_time),
             "speedup": Readout("Speed-up", s.speedup, "×"),
             "best_splits": Readout("Best split count", best),
         }

@@ -88,9 +88,14 @@ class HeadRooflineView(FigureView):
                                   (self.flash_ratio, "flash_time", s.flash_ratio)):
             label.setText(f"{format_value(ratio, '×')} compute")
             y = ys[key]
+            # Beside the dot first; then a label's height further off, where the two
+            # labels (their dots close together) would otherwise take the same places and
+            # one of them would lie across a line.
             self.ratio_labels.set_candidates(label, [
                 (x, y, ax, ay) for ax, ay in ((-0.05, 1.0), (1.05, 1.0), (-0.05, 0.0),
-                                              (1.05, 0.0), (-0.05, 0.5), (1.05, 0.5))])
+                                              (1.05, 0.0), (-0.05, 0.5), (1.05, 0.5),
+                                              (-0.05, -1.05), (1.05, -1.05),
+                                              (-0.05, 2.05), (1.05, 2.05))])
         self.ratio_labels.set_obstacles(
             np.vstack([polyline_segments(log_n, np.log10(getattr(s.curve, key) * 1e6), 4)
                        for key, _, _ in LINES]),

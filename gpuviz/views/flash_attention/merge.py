@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, QSignalBlocker, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_g, format_value
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import Dots, Legend, curve, pen, plot_widget, untouched
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.models.flash_attention import merge_scores
@@ -30,7 +30,7 @@ def _largest_output(scores: np.ndarray, values: np.ndarray) -> float:
 
 
 def _m_text(m: float) -> str:
-    return "−∞" if math.isinf(m) else format_g(m, 3)
+    return "−∞" if math.isinf(m) else format_value(m, digits=3)  # as its readout
 
 
 class MergeView(FigureView):
@@ -127,8 +127,11 @@ class MergeView(FigureView):
         if self.split_line.value() != split - 0.5:
             with QSignalBlocker(self.split_line):
                 self.split_line.setValue(split - 0.5)
-        a_text = f"A: m={_m_text(s.a.m)}, l={format_g(s.a.l, 3)}" if split else "A empty"
-        b_text = "B empty" if split == keys else f"B: m={_m_text(s.b.m)}, l={format_g(s.b.l, 3)}"
+        # m and l as their readouts write them.
+        a_text = (f"A: m={_m_text(s.a.m)}, l={format_value(s.a.l, digits=4)}" if split
+                  else "A empty")
+        b_text = ("B empty" if split == keys
+                  else f"B: m={_m_text(s.b.m)}, l={format_value(s.b.l, digits=4)}")
         self.a_label.setText(a_text)
         self.b_label.setText(b_text)
         line = split - 0.5
@@ -172,6 +175,6 @@ class MergeView(FigureView):
             self.message.show_message(
                 empty + f"Merged vs full attention: max difference "
                 f"{format_value(s.merge_error, digits=2)}. "
-                f"The plain average is off by up to {format_g(s.plain_error, 3)}, because it gives "
-                f"both sets the same weight whatever their sums.")
+                f"The plain average is off by up to {format_value(s.plain_error, digits=3)}, "
+                f"because it gives both sets the same weight whatever their sums.")
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import format_value, nice_ceiling, plural
+from gpuviz.core.model import TIME_UNITS, format_value, nice_ceiling, plural, time_text
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -59,7 +59,7 @@ class SplitKVView(FigureView):
         item.addItem(self.line_labels)
         self.curve = curve(item, pen("memory", 2.5))
         self.dot = Dots(item, 1, 11, theme.color("highlight"))
-        self._y_top = 0.0
+        self._y_top: tuple[float, str] = (0.0, "")
         self._columns = 0
         self._cells_key: tuple = ()
         self.add_plot(self.plot, 1)
@@ -105,20 +105,26 @@ class SplitKVView(FigureView):
         width = self.title.boundingRect().width() + 8
         self.title.set_scale(min(1.0, room / width) if room > 0 else 1.0)
 
-        us = s.curve_time * 1e6
+        # Times in the unit that keeps the top of the axis under 1,000 (ms past 999 µs).
+        top = max(float(s.curve_time.max()), s.unsplit.total_time) * 1.05
+        factor, unit = _axis_unit(top)
+        us = s.curve_time / factor  # in `unit`
+        unsplit = s.unsplit.total_time / factor
         # The range first, then the data: one layout and paint pass per change.
-        y_top = nice_ceiling(max(float(us.max()), s.unsplit.total_time * 1e6) * 1.05)
-        if y_top != self._y_top:
-            self._y_top = y_top
-            self.plot.getPlotItem().setYRange(0, y_top, padding=0)
+        y_top = nice_ceiling(top / factor)
+        if (y_top, unit) != self._y_top:
+            self._y_top = (y_top, unit)
+            item = self.plot.getPlotItem()
+            item.getAxis("left").setLabel(f"Step time ({unit})")
+            item.setYRange(0, y_top, padding=0)
             self.line_labels.set_bounds(QRectF(0.5, 0, MAX_SPLITS, y_top))
         self.curve.set_data(s.curve_splits, us)
-        self.unsplit.set_data([1, MAX_SPLITS], [s.unsplit.total_time * 1e6] * 2)
-        self.dot.set_points([self.model.splits], [sp.total_time * 1e6])
+        self.unsplit.set_data([1, MAX_SPLITS], [unsplit] * 2)
+        self.dot.set_points([self.model.splits], [sp.total_time / factor])
         # The two labels sit on opposite sides of the lines' right ends, never on each other.
-        above = float(us[-1]) >= s.unsplit.total_time * 1e6
+        above = float(us[-1]) >= unsplit
         self.unsplit_label.setAnchor((1, 0) if above else (1, 1))
-        self.unsplit_label.setPos(MAX_SPLITS, s.unsplit.total_time * 1e6)
+        self.unsplit_label.setPos(MAX_SPLITS, unsplit)
         self.curve_label.setAnchor((1, 1) if above else (1, 0))
         self.curve_label.setPos(MAX_SPLITS, float(us[-1]))
 
@@ -129,9 +135,21 @@ class SplitKVView(FigureView):
         else:
             hint = (f"Each unit now reads {math.ceil(self.model.kv_len / self.model.splits):,} "
                     f"of the {self.model.kv_len:,} cached tokens; the merge kernel adds "
-                    f"{format_value(sp.merge_time * 1e6, 'µs')}. ")
+                    f"{time_text(sp.merge_time)}. ")
         share = 100 * sp.stream_bandwidth / s.hbm_bandwidth
         self.message.show_message(
             hint + f"The busy SMs draw {format_value(share, '%')} of HBM's bandwidth (one "
             f"SM at most {format_value(s.sm_bandwidth / 1e9, 'GB/s')}). Speed-up over no "
             f"splitting: {format_value(s.speedup, '×')}.")
+
+
+def _axis_unit(top_seconds: float) -> tuple[float, str]:
+    """(seconds per unit, unit) for an axis up to `top_seconds`: the largest time unit
+    with the axis top at 1 or more, or the next larger one where the rounded-up top would
+    reach 1,000 (its ticks would need a thousands separator)."""
+    larger = TIME_UNITS[0]
+    for factor, unit in TIME_UNITS:
+        if top_seconds >= factor:
+            return larger if nice_ceiling(top_seconds / factor) >= 1000 else (factor, unit)
+        larger = (factor, unit)
+    return TIME_UNITS[-1]

@@ -31,6 +31,14 @@ SOURCES = {
            "back: 2Nd + 3Nd·T + 4N·T elements, T = ⌈N/B⌉.",
     "standard": "Standard attention: three kernels, S and P written to HBM and read back: "
                 "4Nd + 4N² elements.",
+    # With the causal mask the flash orders skip the tiles above the diagonal.
+    "fa2 causal": "FlashAttention-2 order (Dao 2023), causal: each Q block reads K and V "
+                  "up to the diagonal only: 4Nd + dB·T(T − 1) elements, T\u00a0=\u00a0⌈N/B⌉.",
+    "fa1 causal": "FlashAttention-1 order, causal: K/V block j meets only "
+                  "Q blocks j on, R = NT − BT(T − 1)/2 rows: 2Nd + (3d\u00a0+\u00a04)R "
+                  "elements, T\u00a0=\u00a0⌈N/B⌉.",
+    "standard causal": "Standard attention: three kernels, S and P written to HBM and read "
+                       "back, masked entries too: 4Nd + 4N² elements.",
 }
 
 
@@ -240,8 +248,8 @@ class FlashTilingView(FigureView):
         self.message.show_message(self._status(s, phase, ci, cj, fa1))
 
     def _status(self, s: object, phase: int, ci: int, cj: int, fa1: bool) -> str:
-        source = SOURCES["fa1" if fa1 else "fa2"] if self.model.mode == "flash" else (
-            SOURCES["standard"])
+        kind = ("fa1" if fa1 else "fa2") if self.model.mode == "flash" else "standard"
+        source = SOURCES[kind + (" causal" if self.model.causal else "")]
         if s.done == 0:
             doing = "Press Play or Step; the faint tiles are the work ahead."
         elif s.finished:

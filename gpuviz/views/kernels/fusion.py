@@ -58,7 +58,7 @@ class FusionView(FigureView):
                                      anchor=(0, 0))
         item.addItem(self.region_label)
         self.memory_label = text_item("memory-bound", role="muted", size=10, bold=True,
-                                     anchor=(1, 0))
+                                     anchor=(0, 0))
         item.addItem(self.memory_label)
         self.n_line = QGraphicsLineItem()
         self.n_line.setPen(pen("neutral", 1.0, pg.QtCore.Qt.DashLine))
@@ -96,6 +96,20 @@ class FusionView(FigureView):
         self.region_label.setPos(x_lo + 0.05,
                                  self._y_top - 0.05 * (self._y_top - self._y_bottom))
         self.region_label.setVisible(out.boundary_n > FUSION_N_MIN * 10)
+        self._place_memory_label()
+
+    def _place_memory_label(self) -> None:
+        """"memory-bound" at the top of its region, just right of the launch-bound band:
+        there the curves are at their lowest, while at the right end they reach the top
+        of the plot, with the dots and the speed-up label. Hidden where it has no room."""
+        if self._region_right is None:
+            return
+        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
+        unit = self.plot.getPlotItem().getViewBox().viewPixelSize()[0]
+        width = self.memory_label.boundingRect().width() * unit
+        left = self._region_right + 0.05
+        self.memory_label.setPos(left, self._y_top - 0.05 * (self._y_top - self._y_bottom))
+        self.memory_label.setVisible(unit <= 0 or left + width <= x_hi - 0.05)
 
     def _on_resize(self) -> None:
         self._set_time_axis()
@@ -114,8 +128,6 @@ class FusionView(FigureView):
         item.getAxis("left").setTicks([[(d, _power_of_ten(d)) for d in decades], []])
         self._y_top, self._y_bottom = high, bottom
         self.n_line.setLine(0, bottom, 0, high)
-        x_hi = math.log10(FUSION_N_MAX) + X_MARGIN
-        self.memory_label.setPos(x_hi - 0.05, high - 0.05 * (high - bottom))
         self._region_right = None
 
     def refresh(self) -> None:
@@ -143,19 +155,27 @@ class FusionView(FigureView):
             self._region_right = None
         self._refresh_region()
         self.n_line.setPos(log_n, 0)
-        # The speed-up sits between the two dots, beside the N line.
-        middle = 0.5 * (log_unfused + log_fused)
+        # The speed-up sits under the lower (fused) dot, beside the N line: the curves
+        # rise to the right, so the corner below them is free (between the dots it lay
+        # on the curves, and at the top right on the "memory-bound" label).
+        # Its top goes under the fused curve's lowest point across the label's width.
         right_half = n > RIGHT_LABEL_FROM_N
-        self.speed_label.setAnchor((1, 0.5) if right_half else (0, 0.5))
+        self.speed_label.setAnchor((1, 0) if right_half else (0, 0))
         self.speed_label.setText(f" {format_value(out.speedup, '×')} ")
-        self.speed_label.setPos(log_n, middle)
+        px, py = self.plot.getPlotItem().getViewBox().viewPixelSize()
+        width = self.speed_label.boundingRect().width() * px
+        span = np.linspace(log_n - width, log_n, 9) if right_half else np.linspace(
+            log_n, log_n + width, 9)
+        below = float(np.interp(span, x, np.log10(out.fused_curve_s / US)).min())
+        self.speed_label.setPos(log_n, min(below, log_fused) - 2 * py)
 
         k = self.model.k
         regime = "launch-bound" if out.launch_bound else "memory-bound"
+        readouts = self.model.readouts()  # the times as the readouts write them
+        unfused, fused = (_unbroken(readouts[key].text) for key in ("unfused_time", "fused_time"))
         self.message.show_message(
             f"At N = {format_value(n)} the {k} unfused kernels are {regime}: "
-            f"{format_value(out.unfused_s / US, 'µs')} against "
-            f"{format_value(out.fused_s / US, 'µs')} fused, "
+            f"{unfused} against {fused} fused, "
             f"{format_value(out.speedup, '×')} faster. The speed-up is "
             f"{format_value(out.speedup_launch_bound, '×')} when launches dominate and "
             f"{format_value(out.speedup_memory_bound, '×')} when HBM traffic does.")
@@ -167,3 +187,8 @@ def _power_of_ten(exponent: int) -> str:
     if exponent == 1:
         return "10"
     return "10" + superscript(exponent)
+
+
+def _unbroken(text: str) -> str:
+    """A number and its unit kept on one line (a no-break space between them)."""
+    return text.replace(" ", "\u00a0")

@@ -303,7 +303,13 @@ class TiledMatmulView(FigureView):
             self.opt_in_label.setAnchor((0, 0) if room else (1, 0))
 
         tile = self.model.full_tile
-        if over:
+        asked, n = int(self.model.tile_size), self.model.n
+        if asked > n:
+            self.message.show_message(
+                f"A {asked}×{asked} tile does not fit a {n}×{n} matrix: the stepper uses "
+                f"T = {n}, one tile covering the whole matrix. Pick a tile of at most N.",
+                warn=True)
+        elif over:
             self.message.show_message(
                 f"Two {tile}×{tile} bf16 tiles need {format_value(need_kb, 'KB')}, more than "
                 f"the {format_value(opt_in_limit / KB, 'KB')} one block may use: this kernel "
