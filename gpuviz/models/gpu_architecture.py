@@ -30,6 +30,21 @@ RESOURCE_LABELS = {
     "shared_memory": "Shared memory",
     "blocks": "Block slots",
 }
+LIMIT_LABELS = {"warps": "Warps", "registers": "Registers", "shared_memory": "Shared mem.",
+                "blocks": "Block slots"}
+# Short names for a readout line that names two resources ("regs + shared mem.").
+LIMITER_WORDS = {"warps": "warps", "registers": "regs", "shared_memory": "shared mem.",
+                 "blocks": "block slots"}
+
+
+def limiter_text(limiting: tuple[str, ...]) -> str:
+    """The resources that set the limit, short enough for one readout line: one by its
+    name, two by short names joined with "+", more as a count (the bars show which)."""
+    if len(limiting) == 1:
+        return RESOURCE_LABELS[limiting[0]].lower()
+    if len(limiting) == 2:
+        return " + ".join(LIMITER_WORDS[name] for name in limiting)
+    return f"{len(limiting)} resources tie"
 
 
 @dataclass(frozen=True)
@@ -142,18 +157,17 @@ class OccupancyModel(FigureModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         g = gpu(self.gpu)
-        limiter = ", ".join(RESOURCE_LABELS[name].lower() for name in out.limiting)
         return {
             "resident_blocks": Readout("Blocks per SM", out.blocks, "blocks"),
             "active_warps": Readout("Warps per SM", out.active_warps,
                                     total=int(g["sm.max_warps"])),
-            "occupancy": Readout("Occupancy", round(100 * out.occupancy, 1), "%"),
-            "limited_by": Readout("Limited by", name=limiter),
+            "occupancy": Readout("Occupancy", 100 * out.occupancy, "%"),
+            "limited_by": Readout("Limited by", name=limiter_text(out.limiting)),
             "registers_per_block": Readout("Registers/block", out.registers_per_block,
                                            "regs"),
-            "shared_memory_per_block": Readout("Shared mem./block (+1 KB)",
+            "shared_memory_per_block": Readout("Shared mem. (+1 KB)",
                                                out.shared_memory_per_block, "B"),
-            **{f"limit_{name}": Readout(f"Limit from {RESOURCE_LABELS[name].lower()}",
+            **{f"limit_{name}": Readout(f"{LIMIT_LABELS[name]} limit",
                                         out.limits[name], "blocks")
                for name in RESOURCES},
             "launch": Readout("Launch", not out.failure,
@@ -314,8 +328,7 @@ class HierarchyModel(FigureModel):
                                         "blocks"),
             "idle_sms_last_wave": Readout("Idle SMs, last wave", out.idle_sms_last_wave,
                                           total=out.sms),
-            "tail_efficiency": Readout("Block slots used", round(100 * out.tail_efficiency, 1),
-                                       "%"),
+            "tail_efficiency": Readout("Block slots used", 100 * out.tail_efficiency, "%"),
         }
 
 

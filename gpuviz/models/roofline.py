@@ -270,11 +270,12 @@ class RooflineModel(FigureModel):
             "op_flops": si_readout("Op FLOPs", out.flops[i], "FLOP"),
             "op_bytes": si_readout("Op bytes moved", out.bytes[i], "B"),
             "op_intensity": Readout("Op intensity", float(out.intensity[i]), "FLOP/B"),
-            "op_attained": Readout("Op attainable", float(out.attained[i]) / 1e12,
-                                   "TFLOP/s"),
+            "op_attained": si_readout("Op attainable", out.attained[i], "FLOP/s"),
             "op_bound": Readout("Op bound", name=f"{out.bounds[i]}-bound"),
             "op_time": time_readout("Op minimum time", out.times[i]),
-            "op_scale": Readout("Intensity scale", float(out.scales[i]), "×"),
+            # 1/64 reads 0.0156×, not 0.02× (a ratio's usual two places).
+            "op_scale": Readout("Intensity scale", float(out.scales[i]), "×",
+                                decimals=2 if out.scales[i] >= 0.1 else 4),
         }
 
     def message(self) -> tuple[str, bool]:
@@ -405,7 +406,7 @@ class MatmulBatchModel(PredictFirstModel):
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         row = out.row
-        b_star = (Readout("Compute-bound from B*", shown="never (ceiling < ridge)")
+        b_star = (Readout("Compute-bound from B*", shown="never")
                   if math.isinf(out.b_star) else
                   Readout("Compute-bound from B*", out.b_star, "tokens"))
         return {
@@ -427,6 +428,42 @@ class MatmulBatchModel(PredictFirstModel):
 # ---------------------------------------------------------------------------------------
 # Figure 2.3: the kernels of a single transformer layer
 # ---------------------------------------------------------------------------------------
+
+# A whole model at a long context can take hours: past a minute, a time reads in minutes,
+# hours or days ("17.0 days", not "1,465,287 s").
+LONG_TIME_UNITS = ((86_400.0, "days"), (3_600.0, "h"), (60.0, "min"))
+
+
+def long_time_unit(seconds: float) -> tuple[float, str] | None:
+    """The (seconds per unit, unit) a duration of a minute or more is written in."""
+    for factor, unit in LONG_TIME_UNITS:
+        if seconds >= factor:
+            return factor, unit
+    return None
+
+
+# Below a nanosecond (one FLOP at a PFLOP/s), as the plots' axes write it: "299 fs".
+SHORT_TIME_UNITS = ((1e-12, "ps"), (1e-15, "fs"))
+
+
+def duration_readout(label: str, seconds: float) -> Readout:
+    """`time_readout` (ns to s) from a nanosecond to a minute, then minutes, hours or
+    days; below a nanosecond picoseconds or femtoseconds."""
+    seconds = float(seconds)
+    unit = long_time_unit(seconds)
+    if unit is not None:
+        return Readout(label, seconds / unit[0], unit[1])
+    if 0 < seconds < 1e-9:
+        for factor, name in SHORT_TIME_UNITS:
+            if seconds >= factor or factor == SHORT_TIME_UNITS[-1][0]:
+                return Readout(label, seconds / factor, name)
+    return time_readout(label, seconds)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as `duration_readout` writes it: "309 ms", "36.9 min", "17.0 days"."""
+    return duration_readout("", seconds).text
+
 
 GQA_KV_HEADS = 8  # what Llama 2 70B and Llama 3 use
 
@@ -538,9 +575,9 @@ class LayerModel(FigureModel):
         op, t = out.ops[out.selected], out.times[out.selected]
         memory_bound = sum(1 for x in out.times if x.bound == MEMORY)
         return {
-            "layer_time": time_readout("One layer", out.total_time),
-            "model_time": time_readout(f"All {cfg.layers} layers",
-                                       out.total_time * cfg.layers),
+            "layer_time": duration_readout("One layer", out.total_time),
+            "model_time": duration_readout(f"All {cfg.layers} layers",
+                                           out.total_time * cfg.layers),
             "layer_flops": si_readout("Layer FLOPs", out.total_flops, "FLOP"),
             "layer_bytes": si_readout("Layer bytes", out.total_bytes, "B"),
             "weight_share": Readout("Weight matmuls", 100 * self.share(
@@ -554,7 +591,7 @@ class LayerModel(FigureModel):
             "op_bytes": si_readout("Op bytes", op.bytes, "B"),
             "op_intensity": Readout("Op intensity", op.intensity, "FLOP/B"),
             "op_bound": Readout("Op bound", name=f"{t.bound}-bound"),
-            "op_time": time_readout("Op time", t.time),
+            "op_time": duration_readout("Op time", t.time),
         }
 
     def message(self) -> tuple[str, bool]:
@@ -690,9 +727,9 @@ class CalculatorModel(FigureModel):
             "bytes": si_readout("1. Bytes moved", out.bytes, "B"),
             "intensity": Readout("Intensity", out.intensity, "FLOP/B"),
             "ridge": Readout("Ridge point", out.roof.ridge, "FLOP/B"),
-            "compute_time": time_readout("2. Compute time", out.time.compute),
-            "memory_time": time_readout("3. Memory time", out.time.memory),
-            "time": time_readout("4. Time", out.time.time),
+            "compute_time": duration_readout("2. Compute time", out.time.compute),
+            "memory_time": duration_readout("3. Memory time", out.time.memory),
+            "time": duration_readout("4. Time", out.time.time),
             "bound": Readout("Bound", name=f"{out.time.bound}-bound"),
             **gains,
         }

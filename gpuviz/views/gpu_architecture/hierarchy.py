@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import plural
+from gpuviz.core.model import format_value, plural
 from gpuviz.core.plots import HATCH_ALPHA, CellGrid, Legend, composite, diagram_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
@@ -140,8 +140,8 @@ class HierarchyView(FigureView):
 
         # The level buttons show how many of the level's parts there are.
         counts = {
-            "grid": f"{out.blocks:,} blocks",
-            "block": f"{out.block_size:,} threads",
+            "grid": plural(out.blocks, "block"),
+            "block": plural(out.block_size, "thread"),
             "warp": f"{WARP_SIZE} threads",
             "thread": "1 element",
             "sm": f"{out.sms} SMs",
@@ -191,7 +191,7 @@ class HierarchyView(FigureView):
             more = ", the" if out.waves <= MAX_WAVE_CELLS else f" ({drawn} drawn),"
             self.wave_title.setText(
                 f"{plural(out.waves, 'wave')}{more} last "
-                f"{100 * out.last_wave_fill:.0f}% full")
+                f"{format_value(100 * out.last_wave_fill, '%')} full")
             self.wave_title.setPos(RIGHT_X, wave_top - 0.3)
             self.legend.set_at((RIGHT_X - 0.3, wave_top + 2.8))
 
@@ -203,7 +203,8 @@ class HierarchyView(FigureView):
                        f"{out.busy_sms_last_wave}.", True)
         else:
             message = (f"Every SM gets at least one block in the last wave; "
-                       f"{100 * out.tail_efficiency:.0f}% of all block slots are used.", False)
+                       f"{format_value(100 * out.tail_efficiency, '%')} of all block slots are "
+                       f"used.", False)
         self.message.show_message(*message)
 
 

@@ -91,7 +91,11 @@ class OccupancyView(FigureView):
             self.message.show_message(f"The launch fails: {out.failure}. Not even one block "
                                       "fits on an SM.", warn=True)
         else:
-            limiter = " and ".join(RESOURCE_LABELS[n].lower() for n in out.limiting)
+            names = [RESOURCE_LABELS[n].lower() for n in out.limiting]
+            limiter = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1
+                                   else names)
+            fit = "fits" if out.blocks == 1 else "fit"
+            sets = "sets" if len(names) == 1 else "set"
             self.message.show_message(f"{plural(out.blocks, 'block')} of "
-                                      f"{plural(out.warps_per_block, 'warp')} fit; "
-                                      f"{limiter} set the limit.")
+                                      f"{plural(out.warps_per_block, 'warp')} {fit}; "
+                                      f"{limiter} {sets} the limit.")

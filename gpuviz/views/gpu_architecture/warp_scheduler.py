@@ -12,6 +12,7 @@ from gpuviz.core.widgets import TextPanel
 from gpuviz.models.gpu_architecture import ISSUE, READY, WAIT, idle_share, warp_lanes
 
 READY_SHARE = 0.45  # of a box's height: "ready" bars are thinner than the others
+MIN_ISSUE_PX = 2.0  # the least width an issue box is drawn with, in pixels
 KIND_ROLES = {ISSUE: "compute", WAIT: "memory", READY: "neutral"}
 
 
@@ -40,6 +41,8 @@ class WarpSchedulerView(FigureView):
             ("ready, waiting to issue", theme.color("neutral"), READY_SHARE),
             ("scheduler idle", theme.color("idle"))], columns=2)
         self.add_plot(self.plot, 1)
+        # The thinnest box is drawn a pixel wide (see refresh), which depends on the width.
+        self.plot.getPlotItem().getViewBox().sigResized.connect(self.schedule_refresh)
         self._fills = {kind: theme.color(role) for kind, role in KIND_ROLES.items()}
 
     def refresh(self) -> None:
@@ -54,11 +57,20 @@ class WarpSchedulerView(FigureView):
             self._bar_fills = [self._fills[k] for k in bars.kind.tolist()]
             self._bar_heights = np.where(bars.kind == READY, BOX_HEIGHT * READY_SHARE,
                                          BOX_HEIGHT)
-        # Everything up to the playhead.
+        # Everything up to the playhead. An issue burst of a cycle or two is under a pixel
+        # when the latency is long: drawn at least MIN_ISSUE_PX wide, over its neighbours
+        # (issue boxes last), or some bursts vanish and others show, by where they fall.
         end = np.minimum(bars.end, t)
         shown = np.flatnonzero(end > bars.start)
+        issue = bars.kind[shown] == ISSUE
+        shown = np.concatenate([shown[~issue], shown[issue]])
+        start = bars.start[shown]
+        pixels = self.plot.getPlotItem().getViewBox().width()
+        least = MIN_ISSUE_PX * 1.02 * out.horizon / pixels if pixels > 0 else 0.0
+        drawn_end = np.where(bars.kind[shown] == ISSUE,
+                             np.maximum(end[shown], start + least), end[shown])
         fills = self._bar_fills
-        self.timeline.set_boxes(bars.lane[shown], bars.start[shown], end[shown],
+        self.timeline.set_boxes(bars.lane[shown], start, drawn_end,
                                 [fills[i] for i in shown.tolist()],
                                 heights=self._bar_heights[shown], ids=shown)
         idle_end = np.minimum(bars.idle_end, t)

@@ -7,11 +7,13 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, si_text, time_text
+from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, si_text
 from gpuviz.core.plots import CellGrid, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.data.hardware import gpu
+from gpuviz.models.roofline import duration_text
+from gpuviz.views.roofline.layer_ops import set_time_axis_unit
 
 BAR_HEIGHT = 0.6
 WHAT_IF_ROLES = ("neutral", "memory", "compute")  # faster GPU, half bytes, 2x FLOP/s
@@ -90,6 +92,7 @@ class CalculatorView(FigureView):
         if top != self._time_max:
             self._time_max = top
             self.time_plot.getPlotItem().setXRange(0, top, padding=0)
+            set_time_axis_unit(self.time_plot.getPlotItem().getAxis("bottom"), top)
             self.time_layer.set_bounds(QRectF(0, -0.6, top, 2.2))
         bound_index = 0 if t.bound == "compute" else 1
         rects = np.column_stack([np.zeros(2), np.arange(2) - BAR_HEIGHT / 2,
@@ -100,7 +103,7 @@ class CalculatorView(FigureView):
             outline_width=3.0)
         for i, label in enumerate(self.time_labels):
             suffix = "  ← the bound" if i == bound_index else ""
-            label.setText(" " + time_text(times[i]) + suffix)
+            label.setText(" " + duration_text(times[i]) + suffix)
             label.setPos(float(rects[i, 2]), float(i))
             label.setColor(theme.text_color("highlight" if i == bound_index else "text"))
 
@@ -113,7 +116,7 @@ class CalculatorView(FigureView):
             # GPU does not re-lay out the axis.
             which = f" {w.label[0].lower()}{w.label[1:]}" if i == 0 else ""
             # The readouts' precision: "2×" there is "2×" here, not "2.00×".
-            label.setText(f" {format_value(w.speedup, '×')}{which} ({time_text(w.time)})")
+            label.setText(f" {format_value(w.speedup, '×')}{which} ({duration_text(w.time)})")
             label.setPos(float(gains[i]), float(i))
         self._fit_gains()
 
@@ -121,12 +124,13 @@ class CalculatorView(FigureView):
         self.steps.setText(
             f"<b>1.</b> Work {si_text(out.flops, 'FLOP')}, traffic {si_text(out.bytes, 'B')}"
             f" → {format_value(out.intensity, 'FLOP/B')} ({g.short_name} ridge: "
-            f"{roof.ridge:,.0f})<br>"  # one line at 1280 x 800 in the projector theme
-            f"<b>2.</b> Compute time = FLOPs / {roof.peak / 1e12:,.1f} TFLOP/s = "
-            f"{time_text(t.compute)}<br>"
-            f"<b>3.</b> Memory time = bytes / {roof.bandwidth / 1e12:,.2f} TB/s = "
-            f"{time_text(t.memory)}<br>"
-            f"<b>4.</b> Time = the larger = <b>{time_text(t.time)}</b>, "
+            f"{format_value(roof.ridge)})<br>"  # one line at 1280 x 800, projector theme
+            # Peaks and bandwidths as figure 2.1 writes them: "989", "2,250", "3.35", "8".
+            f"<b>2.</b> Compute time = FLOPs / {format_value(roof.peak / 1e12, 'TFLOP/s')} = "
+            f"{duration_text(t.compute)}<br>"
+            f"<b>3.</b> Memory time = bytes / {format_value(roof.bandwidth / 1e12, 'TB/s')} = "
+            f"{duration_text(t.memory)}<br>"
+            f"<b>4.</b> Time = the larger = <b>{duration_text(t.time)}</b>, "
             f"{t.bound}-bound")
         if out.other_gpu is None:
             self.message.show_message(

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, nice_ceiling, time_text
+from gpuviz.core.model import FINE_STEPS, nice_ceiling
 from gpuviz.core.plots import CellGrid, Legend, plot_widget
 from gpuviz.core.text import TextLayer
-from gpuviz.models.roofline import COMPUTE, LAYER_OPS
+from gpuviz.models.roofline import COMPUTE, LAYER_OPS, duration_text, long_time_unit
 
 BAR_HEIGHT = 0.7
 LABEL_ROOM = 1.3  # the axis reaches this far past the longest bar, for its time label
@@ -77,6 +80,7 @@ class LayerOpsView(FigureView):
             self._x_max = x_max
             item.setXRange(0, x_max, padding=0)
             self.label_layer.set_bounds(QRectF(0, -1, x_max, len(LAYER_OPS) + 1))
+            set_time_axis_unit(item.getAxis("bottom"), x_max)
         rects = np.column_stack([np.zeros(n), np.arange(n) - BAR_HEIGHT / 2,
                                  np.maximum(times, x_max * 1e-3), np.full(n, BAR_HEIGHT)])
         fills = [theme.color("compute" if t.bound == COMPUTE else "memory") for t in out.times]
@@ -85,10 +89,21 @@ class LayerOpsView(FigureView):
         self.bars.set_cells(rects, fills, outlines, outline_width=3.0)
         for i, label in enumerate(self.time_labels):
             if i < n:
-                label.setText(" " + time_text(times[i]))
+                label.setText(" " + duration_text(times[i]))
                 label.setPos(float(rects[i, 2]), float(i))
                 label.setColor(theme.color("text" if i == out.selected else "muted"))
             else:
                 label.setText("")
         text, warn = self.model.message()
         self.message.show_message(text, warn)
+
+
+def set_time_axis_unit(axis: pg.AxisItem, x_max: float) -> None:
+    """A time axis (data in s) in s with its SI prefix (ms, µs, fs) up to a few minutes,
+    then in the minutes, hours or days the bars' labels use (not "ks" beside "36.9 min")."""
+    unit = long_time_unit(x_max / 5)  # a few ticks of a minute or more
+    factor, name = unit if unit is not None else (1.0, "s")
+    axis.setScale(1.0 / factor)
+    # No SI prefix on minutes or hours ("kmin"): a range no axis reaches.
+    axis.setLabel(axis.labelText, units=name, siPrefixEnableRanges=None if unit is None
+                  else ((math.inf, math.inf),))

@@ -25,6 +25,9 @@ from gpuviz.models.roofline import BATCH_MAX, COMPUTE
 
 X_RANGE = (0.0, math.log10(BATCH_MAX))  # log10 B
 Y_RANGE = (-0.3, 4.2)  # log10 FLOP/B
+# Heights (log10 FLOP/B) where "your guess" may sit beside its line, lowest first: higher
+# ones are above the curve where a small guess puts the label on it.
+GUESS_LABEL_YS = (Y_RANGE[0] + 0.05, Y_RANGE[0] + 0.8, Y_RANGE[0] + 1.6, Y_RANGE[1] - 0.5)
 LABEL_XS = (X_RANGE[0] + 0.05, 1.2, 2.0, 3.0, 3.8)  # where the time curves' labels may go
 
 
@@ -118,12 +121,18 @@ class MatmulBatchView(FigureView):
         if self.needs_update("lines", (log_ceiling, log_ridge)):
             self.ceiling.setPos(0.0, log_ceiling)
             self.ridge.setPos(0.0, log_ridge)
-        self.ceiling_label.setText(f"ceiling d/2 = {out.ceiling:,.0f} FLOP/B")
+        # With the ridge just above the ceiling the label fits only under it, left of the
+        # curve: there the shorter text.
+        name = "ceiling" if 0 < log_ridge - log_ceiling < 0.6 else "ceiling d/2 ="
+        self.ceiling_label.setText(f"{name} {out.ceiling:,.0f} FLOP/B")
         self.ridge_label.setText(f"ridge {roof.ridge:,.0f} FLOP/B")
         left, right = X_RANGE[0] + 0.05, X_RANGE[1] - 0.05
         middle = (X_RANGE[0] + X_RANGE[1]) / 2
-        for label, y, ends in ((self.ceiling_label, log_ceiling, (left, middle, right)),
-                               (self.ridge_label, log_ridge, (right, middle, left))):
+        # Also a little right of the left edge: a guess of B = 1 draws its line there, and
+        # a ridge just above the ceiling (d = 256) leaves only the space under it.
+        inner = (X_RANGE[0] + 0.15, X_RANGE[0] + 0.3)
+        for label, y, ends in ((self.ceiling_label, log_ceiling, (left, middle, right, *inner)),
+                               (self.ridge_label, log_ridge, (right, middle, left, *inner))):
             self.labels.set_candidates(label, [
                 (x, y, 0.0 if x < middle else 1.0 if x > middle else 0.5, side)
                 for x in ends for side in (1.05, -0.05)])
@@ -137,8 +146,7 @@ class MatmulBatchView(FigureView):
             self.guess_line.setPos(guess, 0.0)
         self.guess_label.setText(f"your guess {self.model.guess_batch:,}")
         self.labels.set_candidates(self.guess_label, [
-            (guess, y, side, 1.0) for y in (Y_RANGE[0] + 0.05, Y_RANGE[0] + 0.8)
-            for side in (-0.05, 1.05)])
+            (guess, y, side, 1.0) for y in GUESS_LABEL_YS for side in (-0.05, 1.05)])
         shown = self.model.revealed and math.isfinite(out.b_star)
         if shown:
             bx = math.log10(out.b_star)
@@ -211,6 +219,12 @@ class MatmulBatchView(FigureView):
             values = [f"{r.batch:,}" + (" now" if current else ""), si_text(r.flops, "FLOP"),
                       si_text(r.bytes, "B"),
                       format_value(r.intensity), time_text(r.time.time),
-                      format_value(r.time.time / first.time.time, "×"), r.time.bound]
+                      _ratio_text(r.time.time / first.time.time), r.time.bound]
             rows.append((values, color))
         return rows
+
+
+def _ratio_text(ratio: float) -> str:
+    """A ratio to three significant digits, so a column reads alike: 1.05×, 32.7×, 128×
+    (not 32.74× above 128×)."""
+    return format_value(ratio, "×", decimals=2 if ratio < 10 else 1 if ratio < 100 else 0)

@@ -11,6 +11,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges
+from gpuviz.core.model import format_value
 from gpuviz.core.plots import curve, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.data.hardware import load_gpus
@@ -22,8 +23,12 @@ from gpuviz.models.roofline import (
     named_ops,
 )
 
-X_RANGE = (-3.0, 5.0)  # log10 FLOP/B
+# log10 FLOP/B; the rightmost op at 64× (4.9) leaves room right of it for a GPU's name.
+X_RANGE = (-3.0, 6.0)
 Y_RANGE = (9.0, 16.5)  # log10 FLOP/s
+# Decades left of the right edge where another GPU's name may sit on its dashed roof (in
+# half decades: a dragged dot at the right end leaves few free places).
+OTHER_LABEL_SHIFTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 POINT_SIZE = 13
 SELECTED_SIZE = 19
 
@@ -182,7 +187,7 @@ class RooflineView(FigureView):
             label.setText(load_gpus()[key].short_name)
             right = X_RANGE[1] - 0.05
             self.labels.set_candidates(label, [
-                (right - shift, o_peak, 1.0, side) for shift in (0.0, 1.0, 2.0)
+                (right - shift, o_peak, 1.0, side) for shift in OTHER_LABEL_SHIFTS
                 for side in (1.0, 0.0)])
         self.other_roofs.set_data(xs, ys)  # NaN between the roofs: separate lines
         self._roof_segments = np.array(
@@ -193,13 +198,15 @@ class RooflineView(FigureView):
             [[xs[i], ys[i], xs[i + 1], ys[i + 1]] for i in range(len(xs) - 1)]).reshape(-1, 4)
 
         precision = roof.precision.upper()
-        self.compute_label.setText(f"{precision} peak {roof.peak / 1e12:,.0f} TFLOP/s")
+        # The numbers as the readouts write them ("8 TB/s" in both, not "8.00" here).
+        self.compute_label.setText(
+            f"{precision} peak {format_value(roof.peak / 1e12, 'TFLOP/s')}")
         # Above the compute roof, left or right of the ridge, or under it.
         self.labels.set_candidates(self.compute_label, [
             (log_ridge - 0.1, log_peak, 1.0, 1.0), (log_ridge - 0.6, log_peak, 1.0, 1.0),
             (log_ridge + 0.1, log_peak, 0.0, 1.0), (log_ridge + 0.1, log_peak, 0.0, 0.0),
             (X_RANGE[1] - 0.1, log_peak, 1.0, 0.0)])
-        self.memory_label.setText(f"HBM {roof.bandwidth / 1e12:.2f} TB/s")
+        self.memory_label.setText(f"HBM {format_value(roof.bandwidth / 1e12, 'TB/s')}")
         # Above and left of a point of the slope: the slope passes under and right of the
         # text, never through it. Several points along it, the lowest first.
         self.labels.set_candidates(self.memory_label, [
