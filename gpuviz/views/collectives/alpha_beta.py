@@ -73,6 +73,26 @@ class AlphaBetaView(FigureView):
         item.addItem(self.labels)
         self._y_range: tuple[int, int] | None = None
         self.add_plot(self.plot)
+        item.getViewBox().sigResized.connect(self._place_legend)
+
+    def _place_legend(self) -> None:
+        """The legend sits top left, unless the message's label (at the top, right of
+        its line) would run under it, a small n: then it moves right, just past the label
+        (the curves rise at the right, so no further)."""
+        box = self.plot.getPlotItem().getViewBox()
+        width = box.width()
+        if width <= 0:
+            return
+        x = math.log10(self.model.message_bytes)
+        left = (x - X_RANGE[0]) / (X_RANGE[1] - X_RANGE[0]) * width
+        legend_width = self.legend.boundingRect().width()
+        offset = 6  # the legend's margin in the view box
+        if left >= legend_width + 2 * offset:
+            self.legend.set_anchor((0, 0))
+            return
+        past = left + self.marker_label.width + 2 * offset
+        room = max(width - legend_width - 2 * offset, 1.0)
+        self.legend.set_anchor((round(min(max((past - offset) / room, 0.0), 1.0), 3), 0))
 
     def _fill_legend(self, measured: bool) -> None:
         self.legend.clear()
@@ -168,6 +188,7 @@ class AlphaBetaView(FigureView):
         self.marker_label.setText(f"n = {si_text(n, 'B')}\n{cs.ALGORITHM_NAMES[best]}\n"
                                   f"{time_text(out.at_marker[best])}")
         self.marker_label.setPos(x, high)
+        self._place_legend()
         self.predict.sync()
         self.message.show_message(self._describe(out) + self._describe_measured(measured))
 

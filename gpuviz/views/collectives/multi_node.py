@@ -10,10 +10,16 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value, nice_ceiling, time_text
 from gpuviz.core.plots import Dots, Legend, curve, opaque_blend, pen, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer, TextLayer, polyline_segments
 from gpuviz.core.timeline import BOX_HEIGHT, Timeline
 from gpuviz.models.alpha_beta import GB
-from gpuviz.models.collectives import LINK_LANES, NODES_MAX, Measured, MultiNodeOut
+from gpuviz.models.collectives import (
+    LINK_LANES,
+    NODES_MAX,
+    Measured,
+    MultiNodeOut,
+    ratio_decimals,
+)
 from gpuviz.views.collectives.measured import (
     MEASURED_LABEL,
     MEASURED_ROLE,
@@ -22,7 +28,6 @@ from gpuviz.views.collectives.measured import (
     set_measured,
 )
 
-MS = 1e-3
 LANES = tuple(lane.resource for lane in LINK_LANES)  # top to bottom
 STEP_GAP = 0.12  # of a step, left empty so single steps stay visible
 LIGHT_ALPHA = 110  # NVLink phases: a lighter aqua than the network's
@@ -35,7 +40,8 @@ class MultiNodeView(FigureView):
         self.measured_buttons = self.controls.add_widget(MeasurementButtons(
             self.model, "Set N and G to the measurement's servers and GPUs per server"))
 
-        self.timeline = plot_widget("Time (ms)", "")
+        # In seconds, the axis picks the prefix: "Time (µs)" on one node, not "(×10⁻³) ms".
+        self.timeline = plot_widget("Time", "", x_unit="s")
         item = self.timeline.getPlotItem()
         self.lanes = Timeline(self.timeline, LANES)
         self.lanes.add_legend([
@@ -69,8 +75,9 @@ class MultiNodeView(FigureView):
             curve(bw, line_pen) for line_pen in self.lines.values())
         self.bw_dots = Dots(bw, 2, 11, [theme.color("network"), theme.color("highlight")],
                             pen("text", 1.5))
-        self.bw_text = TextLayer(QRectF(0, 0, NODES_MAX + 1, 1e4), keep_inside=True)
-        self.nic_label = self.bw_text.add(size=9, role="text", anchor=(1, 1))
+        # Placed off the curves: the hierarchy's can run just above the NIC's line.
+        self.bw_text = PlacedTextLayer(QRectF(0, 0, NODES_MAX + 1, 1e4))
+        self.nic_label = self.bw_text.add(size=9, role="text", anchor=(1, 1.05))
         bw.addItem(self.bw_text)
         self.measured_dot = measured_dots(bw)
         self._bw_max = 0.0
@@ -87,7 +94,7 @@ class MultiNodeView(FigureView):
         out: MultiNodeOut = self.model.out
         scheme = self.model.scheme
         run = out.chosen(scheme)
-        x_max = nice_ceiling(max(out.flat.total, out.hierarchical.total) / MS * 1.05)
+        x_max = nice_ceiling(max(out.flat.total, out.hierarchical.total) * 1.05)
         if x_max != self._x_max:  # moves in 1-2-5 steps
             self._x_max = x_max
             self.lanes.set_time_range(x_max, exact=True)
@@ -105,7 +112,8 @@ class MultiNodeView(FigureView):
         self.message.show_message(
             f"{'Hierarchical' if scheme == 'hierarchical' else 'Flat ring'}, {out.nodes} × "
             f"{out.gpus_per_node} GPUs: {time_text(run.total)}. "
-            f"Bus bandwidth {format_value(busbw, 'GB/s')} is {format_value(busbw / nic, '×')} "
+            f"Bus bandwidth {format_value(busbw, 'GB/s')} is "
+            f"{format_value(busbw / nic, '×', decimals=ratio_decimals(busbw / nic))} "
             f"one NIC's {format_value(nic, 'GB/s')}."
             + (" The hierarchy sends only n/G per GPU over the network "
                "and uses all G NICs of a node at once."
@@ -156,10 +164,10 @@ class MultiNodeView(FigureView):
                 widths += [phase.step_time * (1 - STEP_GAP)] * phase.steps
                 fills += [theme.color("highlight")] * phase.steps
             net_start = 0.0
-        start = np.array(starts) / MS
-        self.lanes.set_boxes(np.array(lanes), start, start + np.array(widths) / MS, fills)
+        start = np.array(starts)
+        self.lanes.set_boxes(np.array(lanes), start, start + np.array(widths), fills)
         if out.nodes > 1:
-            x = (net_start + out.lower_bound) / MS
+            x = net_start + out.lower_bound
             self.bound.set_data([x, x], [network - 0.45, network + 0.45])
             self.bound_label.setText(f"network bound {time_text(out.lower_bound)}")
             self.bound_label.setPos(x, network - 0.5)
@@ -171,7 +179,7 @@ class MultiNodeView(FigureView):
                        else (out.hierarchical, "hierarchy"))
         chosen = out.chosen(scheme)
         if abs(other.total - chosen.total) > 0.01 * chosen.total:
-            x = other.total / MS
+            x = other.total
             self.other_end.set_data([x, x], [-0.5, network + 0.5])
             self.other_label.setText(f"{name} ends at {time_text(other.total)}")
             self.other_label.setPos(x, -0.6 + (1 - BOX_HEIGHT) / 4)  # above the top lane
@@ -198,7 +206,10 @@ class MultiNodeView(FigureView):
             self.hier_curve.set_data(nodes, hier)
             self.flat_curve.set_data(nodes, flat)
             self.nic_line.set_data([0.5, NODES_MAX + 0.5], [nic, nic])
-            self.nic_label.setText(f"one NIC: {nic:,.0f} GB/s")
-            self.nic_label.setPos(NODES_MAX, nic)
+            self.nic_label.setText(f"one NIC: {format_value(nic, 'GB/s')}")
+            self.bw_text.set_candidates(self.nic_label, [
+                (x, nic, 1.0, side) for x in (NODES_MAX, 24, 16, 8) for side in (1.05, -0.05)])
+            self.bw_text.set_obstacles(np.vstack([polyline_segments(nodes, hier),
+                                                  polyline_segments(nodes, flat)]))
         k = out.nodes - 1
         self.bw_dots.set_points([out.nodes] * 2, [hier[k], flat[k]])

@@ -83,12 +83,18 @@ class RingAllReduceView(FigureView):
         if width <= 0 or height <= 0 or not p:
             return
         names = QFontMetricsF(theme.font(9)).height() + 6
+        # The GPU names left of the grid and the last column's arrow label ("c15") right
+        # of it keep their pixel size too: on a small lecture screen they were cut.
+        gpu_names = QFontMetricsF(theme.font(9, True)).horizontalAdvance(f"GPU {p - 1}") + 12
+        arrow_name = QFontMetricsF(theme.font(8, True)).horizontalAdvance(f"c{p - 1}") + 4
         bottom = p - 1 + CELL_H + WRAP + 0.25
-        top = TOP_ROOM
-        for _ in range(2):  # the room depends on the scale, which depends on the room
-            scale = min(width / (p + 0.1 + LEFT_ROOM), height / (bottom + top))
+        top, left, right = TOP_ROOM, LEFT_ROOM, p + 0.1
+        for _ in range(3):  # the room depends on the scale, which depends on the room
+            scale = min(width / (right + left), height / (bottom + top))
             top = max(TOP_ROOM, WRAP + 0.05 + names / scale)
-        self.box.setRange(xRange=(-LEFT_ROOM, p + 0.1), yRange=(-top, bottom), padding=0)
+            left = max(LEFT_ROOM, 0.1 + gpu_names / scale)
+            right = max(p + 0.1, p - 1 + CELL_W / 2 + 0.05 + arrow_name / scale)
+        self.box.setRange(xRange=(-left, right), yRange=(-top, bottom), padding=0)
 
     def refresh(self) -> None:
         out: RingSteps = self.model.out

@@ -23,6 +23,7 @@ LEGEND_ROOM = 0.8  # under the grids
 PARTIAL_ALPHA = 110  # an aqua that is lighter than a full sum
 MAX_GPUS = 8
 MAIN_FONTS = (12, 10, 8, 6.5)  # point sizes the current grid's labels may take
+SMALL_FONT = 7  # the start and end grids' labels
 
 
 def cell_fills(kinds: np.ndarray) -> list:
@@ -63,7 +64,7 @@ class CollectiveStepsView(FigureView):
         # Grids that differ only in font size: the largest whose longest label fits a cell
         # is shown (labels keep their pixel size while the cells follow the window).
         self.main_grids = [CellGrid(font_size=size) for size in MAIN_FONTS]
-        self.small_cells = CellGrid(font_size=7)
+        self.small_cells = CellGrid(font_size=SMALL_FONT)
         self.frames = CellGrid()
         self.outlines = CellGrid()
         self.legend_cells = CellGrid()
@@ -93,6 +94,7 @@ class CollectiveStepsView(FigureView):
         self._extent = (1.0, 1.0)
         self._longest = ""
         self._flight = np.zeros((0, 4))
+        self._small_cell = 0.0  # pixels across a cell of the start and end grids
         self.box.sigResized.connect(self._fit)
 
     def _place(self, ranks: int, chunks: int) -> None:
@@ -149,6 +151,11 @@ class CollectiveStepsView(FigureView):
         self.title.setPos(0.0, -(above - self.title.height - 4) / scale)
         self.text.set_bounds(QRectF(-left - 1, -top - 1, right + left + 2, bottom + top + 2))
         self.box.setRange(xRange=(-left, right), yRange=(-top, bottom), padding=0)
+        small = (1 - GAP) * SMALL * scale - 4
+        if small != self._small_cell:
+            self._small_cell = small
+            self.forget_shown("cells")
+            self.schedule_refresh()
         cell = (1 - GAP) * scale - 4
         fits = [i for i, size in enumerate(MAIN_FONTS)
                 if QFontMetricsF(theme.font(size)).horizontalAdvance(self._longest) <= cell]
@@ -191,6 +198,13 @@ class CollectiveStepsView(FigureView):
         small = np.concatenate([self._rects["start"], self._rects["end"]])
         small_labels = ([t for row in out.start_labels for t in row]
                         + [t for row in out.end_labels for t in row])
+        # All the small grids' labels or none: the grid leaves out each text too wide for
+        # its cell, which kept the narrow letters (E₀, F₀) and dropped the rest.
+        font = theme.font(SMALL_FONT)
+        metrics = QFontMetricsF(font)
+        if (max((metrics.horizontalAdvance(t) for t in small_labels), default=0.0)
+                > self._small_cell or metrics.height() > self._small_cell + 4):
+            small_labels = [""] * len(small_labels)
         self.small_cells.set_cells(small, cell_fills(out.start_kinds)
                                    + cell_fills(out.end_kinds), texts=small_labels,
                                    text_color=theme.color("text"))

@@ -55,7 +55,11 @@ class BucketingView(FigureView):
             texts += ([f"{k + 1}" for k in range(out.buckets)]
                       if out.buckets <= MAX_BUCKET_TEXTS else [""] * out.buckets)
             exposed = int(out.exposed > 1e-12)
-            tail = 3 * max(out.ready[0], out.end[0] - out.start[0])
+            per_bucket = out.end[0] - out.start[0]
+            # A few buckets' fill and all-reduce before the end; one bucket fills for the
+            # whole backward pass, so the window is then a few of its all-reduces long
+            # (the exposed tail, not the whole step again).
+            tail = 3 * (per_bucket if out.buckets == 1 else max(out.ready[0], per_bucket))
             low = max(0.0, out.backward_time - tail)
             high = out.step_time + 0.05 * (out.step_time - low)
             # The enlarged end gets only the boxes it shows; a click reads the same box.

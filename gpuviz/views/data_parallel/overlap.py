@@ -12,12 +12,14 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges, set_time_ticks
 from gpuviz.core.model import format_value, time_text
 from gpuviz.core.plots import CellGrid, Dots, curve, pen, plot_widget
-from gpuviz.core.text import TextLayer
+from gpuviz.core.text import PlacedTextLayer, TextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal
 from gpuviz.models.data_parallel import OVERLAP_TOKENS
 
 X_RANGE = (math.log10(OVERLAP_TOKENS[0]), math.log10(OVERLAP_TOKENS[-1]))
-Y_RANGE = (-3.0, 3.0)  # log10 of the ratio
+# log10 of the ratio: every setting's ratio lands inside (4e-4 to 1,561 at the sliders'
+# corners), so the dot is never cut at an edge.
+Y_RANGE = (-4.0, 4.0)
 # The bars' time axis, log10 seconds: fixed, so a bigger model visibly moves both bars
 # (every setting of the sliders lands inside it).
 TIME_RANGE = (-5.0, 5.0)
@@ -41,13 +43,16 @@ class OverlapView(FigureView):
         self.guess_line = curve(item, pen("neutral", 1.5, Qt.DotLine))
         self.answer_line = curve(item, pen("highlight", 2.0))
         self.marker = Dots(item, 1, 14, theme.color("network"), pen("text", 1.5))
-        labels = TextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
-                                  Y_RANGE[1] - Y_RANGE[0]), keep_inside=True)
+        # Placed, so T* keeps off the line's own label and off the curve and the dot.
+        labels = PlacedTextLayer(QRectF(X_RANGE[0], Y_RANGE[0], X_RANGE[1] - X_RANGE[0],
+                                        Y_RANGE[1] - Y_RANGE[0]))
+        self.labels = labels
         self.one_label = labels.add("equal times: above, the GPU waits", role="text",
                                     size=9, anchor=(1, 1.05))
-        self.one_label.setPos(X_RANGE[1] - 0.05, 0.0)
+        labels.set_candidates(self.one_label, [(X_RANGE[1] - 0.05, 0.0, 1.0, 1.05),
+                                               (X_RANGE[1] - 0.05, 0.0, 1.0, -0.05)])
         self.guess_label = labels.add(role="text", size=9, anchor=(-0.05, 1))
-        # Above and right of the crossing, where the falling curve is not.
+        # Above and right of the crossing, where the falling curve is not, or below left.
         self.answer_label = labels.add(role="highlight", size=10, bold=True,
                                        anchor=(-0.05, 1.05))
         item.addItem(labels)
@@ -85,15 +90,28 @@ class OverlapView(FigureView):
         guess = math.log10(self.model.guess_tokens)
         self.guess_line.set_data([guess, guess], list(Y_RANGE))
         self.guess_label.setText(f"your guess {self.model.guess_tokens:,}")
-        self.guess_label.setPos(guess, Y_RANGE[0] + 0.05)
+        self.labels.set_candidates(self.guess_label, [
+            (guess, y, side, 1.0) for y in (Y_RANGE[0] + 0.05, Y_RANGE[0] + 1.0)
+            for side in (-0.05, 1.05)])
         threshold = math.log10(out.threshold)
+        answer = []
         if revealed and X_RANGE[0] <= threshold <= X_RANGE[1]:
             self.answer_line.set_data([threshold, threshold], [Y_RANGE[0], 0.0])
             self.answer_label.setText(f"T* = {out.threshold:,.0f}")
-            self.answer_label.setPos(threshold, 0.0)
+            self.labels.set_candidates(self.answer_label, [
+                (threshold, 0.0, -0.05, 1.05), (threshold, 0.0, 1.05, -0.05),
+                (threshold, 0.0, 1.05, 1.05), (threshold, 0.0, -0.05, -0.05),
+                (threshold, -1.0, -0.05, 0.5), (threshold, -1.0, 1.05, 0.5)])
+            answer = [[threshold, Y_RANGE[0], threshold, 0.0]]
         else:
             self.answer_line.set_data([], [])
             self.answer_label.setText("")
+        curve_segments = (polyline_segments(np.log10(out.tokens), np.log10(out.ratio), 4)
+                          if revealed else np.zeros((0, 4)))
+        self.labels.set_obstacles(
+            np.vstack([curve_segments, [[X_RANGE[0], 0.0, X_RANGE[1], 0.0]]]),
+            np.array([[x, y]]), 14,
+            moving=np.array([[guess, Y_RANGE[0], guess, Y_RANGE[1]], *answer]))
 
         times = np.log10(np.clip([out.backward, out.allreduce], 10 ** TIME_RANGE[0],
                                  10 ** TIME_RANGE[1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
@@ -20,16 +21,31 @@ PARTS = (("weights", "compute", "weights (16-bit)"),
 TALLEST = 3.0  # the state axis stops at this many GPU memories: taller bars are cut
 
 
+LONG_TICKS = [STAGE_NAMES[s].split(" /")[0] for s in STAGES]  # "ZeRO-3" (FSDP: readouts)
+SHORT_TICKS = ["DDP"] + [name.removeprefix("ZeRO-") for name in LONG_TICKS[1:]]
+
+
 def _category_plot(y_label: str):  # noqa: ANN202
-    plot = plot_widget("", y_label)
+    plot = plot_widget("ZeRO stage", y_label)  # the title shows with the short names only
     item = plot.getPlotItem()
+    item.showLabel("bottom", False)
     item.setXRange(-0.5, len(STAGES) - 0.5, padding=0.02)
-    # "ZeRO-3" on the axis (FSDP is named in the readouts and the caption).
-    item.getAxis("bottom").setTicks([[(i, STAGE_NAMES[s].split(" /")[0])
-                                      for i, s in enumerate(STAGES)], []])
+    _set_ticks(item, LONG_TICKS)
     item.getAxis("left").enableAutoSIPrefix(False)  # GB stay GB, even for zero traffic
     item.showGrid(x=False, y=True, alpha=0.25)
     return plot
+
+
+def _set_ticks(item, names: list[str]) -> None:  # noqa: ANN001
+    item.getAxis("bottom").setTicks([list(enumerate(names)), []])
+
+
+def _needs_short_ticks(item) -> bool:  # noqa: ANN001
+    """A bar's slot is too narrow for "ZeRO-1" with room beside it."""
+    axis = item.getAxis("bottom")
+    metrics = QFontMetricsF(axis.style["tickFont"] or axis.font())
+    slot = item.getViewBox().width() / (len(STAGES) * 1.04)
+    return slot < max(metrics.horizontalAdvance(n) for n in LONG_TICKS) + metrics.height()
 
 
 class ZeroStagesView(FigureView):
@@ -81,6 +97,21 @@ class ZeroStagesView(FigureView):
         self._ranges: dict[str, float] = {}
         self._states_top = 0.0  # where the state bars are cut, below the legend's band
         item.getViewBox().sigResized.connect(self._fit_states)
+        self._short_ticks: bool | None = None
+        for plot in (self.states_plot, self.sent_plot):
+            plot.getPlotItem().getViewBox().sigResized.connect(self._fit_ticks)
+
+    def _fit_ticks(self) -> None:
+        """Every stage named on both axes alike: "ZeRO-1" where the bars' slots have room
+        for it, else the stage numbers under an axis title "ZeRO stage" (the axis would
+        drop every other name: a lecture screen's narrow plot showed DDP and ZeRO-2)."""
+        items = [plot.getPlotItem() for plot in (self.states_plot, self.sent_plot)]
+        short = any(_needs_short_ticks(item) for item in items)
+        if short != self._short_ticks:
+            self._short_ticks = short
+            for item in items:
+                _set_ticks(item, SHORT_TICKS if short else LONG_TICKS)
+                item.showLabel("bottom", short)
 
     def _set_top(self, name: str, plot, layer: TextLayer, top: float,  # noqa: ANN001
                  width: float) -> None:
@@ -117,7 +148,9 @@ class ZeroStagesView(FigureView):
                 fills.append(theme.color(role))
                 bottom += height
             cut = totals[i] > top
-            label = format_value(totals[i], "GB") + (" ↑" if cut else "")
+            # The number alone (the axis says GB), a cut bar's arrow on a line above it:
+            # four labels side by side must fit a lecture screen's narrow bar slots.
+            label = ("↑\n" if cut else "") + format_value(totals[i])
             self.state_totals[i].setText(label)
             self.state_totals[i].setPos(i, min(totals[i], top))
         # Parts parted by a line of background, as in 6.5 (yellow and violet are equally
