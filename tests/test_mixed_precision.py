@@ -416,6 +416,7 @@ def test_training_step_sweep(recipe, shown):
     m.set("step_shown", shown)
     assert m.out.selected in m.out.steps
     assert m.out.selected.key == shown or shown in ("scale", "unscale")
+    assert m.step_shown == m.out.selected.key  # the selector never names a missing step
     assert all(r.text for r in m.readouts().values()) and m.comment()
 
 
@@ -497,3 +498,9 @@ def test_clicking_a_box_selects_its_step(themed, qtbot):
     page.model.set("recipe", "bf16")  # no such step there: the first one is explained
     drive.settle()
     assert page.model.out.selected.key == "master"
+    assert page.model.step_shown == "master"
+    combo = page.view._step_combo
+    assert combo.currentData() == "master"
+    shown = {combo.itemData(i) for i in range(combo.count())
+             if not combo.view().isRowHidden(i)}
+    assert "scale" not in shown and "unscale" not in shown

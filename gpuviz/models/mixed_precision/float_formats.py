@@ -126,6 +126,25 @@ def exact_decimal(value: float, digits: int = 40) -> str:
     return (MINUS if sign else "") + body + ("…" if cut else "")
 
 
+def error_words(out: FormatOutput) -> tuple[str, str] | None:
+    """The rounding and relative errors in words where they are not finite numbers (an
+    overflow's error is unbounded; NaN has none), else None."""
+    value, stored = out.value, out.stored
+    if math.isnan(value):
+        return "not defined (NaN)", "not defined (NaN)"
+    if math.isinf(value):
+        if stored == value:
+            return "none (inf kept)", "none (inf kept)"
+        sign = "" if stored > value else MINUS
+        return f"{sign}inf (no inf here)", "not defined"
+    if math.isnan(stored):
+        return "overflow to NaN", "overflow to NaN"
+    if math.isinf(stored):
+        sign = "" if stored > 0 else MINUS
+        return f"{sign}inf (overflow)", "inf (overflow)"
+    return None
+
+
 @dataclass(frozen=True)
 class FormatOutput:
     fmt: FloatFormat
@@ -229,6 +248,13 @@ class FloatFormatsModel(FigureModel):
         low, high = self.bracket()
         return math.isfinite(low) and math.isfinite(high) and out.value - low == high - out.value
 
+    def _error_words(self) -> dict[str, Readout]:
+        words = error_words(self.out)
+        if words is None:
+            return {}
+        return {"error": Readout("Rounding error", None, shown=words[0]),
+                "relative": Readout("Relative error", None, shown=words[1])}
+
     def readouts(self) -> dict[str, Readout]:
         out = self.out
         f = out.fmt
@@ -241,6 +267,7 @@ class FloatFormatsModel(FigureModel):
                             shown=f"0x{out.pattern:0{(f.bits + 3) // 4}X}"),
             "error": number_readout("Rounding error", out.error),
             "relative": number_readout("Relative error", out.relative_error),
+            **self._error_words(),
             "ulp": number_readout("ulp here", out.ulp, power_text),
             "max": number_readout("Largest number", f.max),
             "min_normal": number_readout("Smallest normal", f.min_normal, power_text),

@@ -93,6 +93,15 @@ class TrainingStepModel(FigureModel):
     step_shown = Parameter("master", label="Read about", choices=ALL_STEPS,
                            help="The step whose format is explained (or click a box)")
 
+    def parameter_changed(self, name: str) -> None:
+        # A step the recipe does not have (× S under BF16 or FP8) cannot be read about:
+        # fall back to the first step, so the selector, the boxes and the panel agree.
+        if name in ("recipe", "step_shown"):
+            keys = [s.key for s in training_steps(self.recipe)]
+            if self.step_shown not in keys:
+                self.set("step_shown", keys[0])
+        super().parameter_changed(name)
+
     def compute(self) -> StepOutput:
         steps = training_steps(self.recipe)
         by_key = {s.key: s for s in steps}

@@ -31,6 +31,7 @@ ROW_HEIGHT = 0.62
 STRIP_LEFT, STRIP_RIGHT = 16.0, 100.0  # the strip's bars, in canvas units
 MAX_TICKS = 9
 BITS_WIDTH = 29.0  # canvas units for 32 bits, leaving room for the sign label
+FEW_BITS_WIDTH = 6.0  # canvas units per bit of a format under 8 bits
 FIELD_ROLE = {"sign": "neutral", "exponent": "compute", "mantissa": "memory"}
 
 
@@ -58,7 +59,8 @@ class FloatFormatsView(FigureView):
                                         anchor=(0.5, 1)) for name in FIELD_ROLE]
         self.formula = labels.add(size=9, anchor=(0.5, 0))
         # Close neighbours' values would run together on a small screen: every other one.
-        self.value_labels = [labels.add(size=8, anchor=(0.5, 1), give_way=True)
+        # On plates: the dashed typed line passes behind them, not through them.
+        self.value_labels = [labels.add(size=8, anchor=(0.5, 1), give_way=True, plate=True)
                              for _ in range(5)]
         self.ulp_labels = [labels.add(role="muted", size=8, anchor=(0.5, 0), give_way=True)
                            for _ in range(4)]
@@ -109,7 +111,8 @@ class FloatFormatsView(FigureView):
     # --- bits ---------------------------------------------------------------------------
     def _draw_bits(self, out: object) -> None:
         fmt = out.fmt
-        width = min(2.5, BITS_WIDTH / fmt.bits)
+        # A 4-bit format gets wider cells: its field names need room above 1 or 2 bits.
+        width = min(2.5 if fmt.bits >= 8 else FEW_BITS_WIDTH, BITS_WIDTH / fmt.bits)
         left = max(WIDTH - BITS_WIDTH - 0.5, (WIDTH - width * fmt.bits) / 2)
         fields = [("sign", out.sign_bits), ("exponent", out.exponent_bits),
                   ("mantissa", out.mantissa_bits)]
@@ -124,8 +127,7 @@ class FloatFormatsView(FigureView):
                 x += width
             count = len(bits)
             label.setText({"sign": "sign", "exponent": f"exponent ({count}, bias {fmt.bias})",
-                           "mantissa": f"mantissa ({count})"}[name] if count > 1 or
-                          name == "sign" else name[:3])
+                           "mantissa": f"mantissa ({count})"}[name])
             if name == "sign":  # left of its bit: one narrow cell has no room above
                 label.setAnchor((1, 0.5))
                 label.setPos(start - 0.2, BIT_TOP + BIT_HEIGHT / 2)

@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import superscript
+from gpuviz.core.model import format_g, superscript
 from gpuviz.core.plots import CellGrid, Legend, opaque_blend, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
@@ -58,7 +58,7 @@ class LossScalingView(FigureView):
                                            anchor=(1.02, 0))
         self.overflow_label = self.labels.add(role="highlight", size=9, bold=True,
                                               anchor=(-0.02, 0))
-        self.note = self.labels.add(role="muted", size=9, anchor=(0.5, 0))
+        self.note = self.labels.add(role="muted", size=9, anchor=(0, 0))
         legend = Legend(item, anchor=(0, 0), columns=3)
         legend.add_box("kept", theme.color("compute"))
         legend.add_box("subnormal (fewer bits)", theme.color("compute_light"))
@@ -110,11 +110,13 @@ class LossScalingView(FigureView):
         if over < high:
             self.overflow_label.setText(f"≥ {value_text(out.overflow_limit)} → inf\n"
                                         f"{_values(int(out.overflowed.sum()))}")
-            self.overflow_label.setPos(over, top * 0.7)
+            # Above the tallest bar (the range is 1.3 times it), under the legend.
+            self.overflow_label.setPos(over, top * 0.88)
         else:
             self.overflow_label.setText("")
+        # Short lines at the left, over the empty tail of small gradients.
         self.note.setText("" if in_view else
                           f"{out.fmt.label} flushes only at or below "
-                          f"{power_text(out.flush_limit)} and overflows only past "
-                          f"{value_text(out.fmt.max)}: both far off this axis")
-        self.note.setPos((low + high) / 2, top * 0.86)
+                          f"{power_text(out.flush_limit)}\nand overflows only past "
+                          f"{format_g(out.fmt.max, 3)}:\nboth far off this axis")
+        self.note.setPos(low + 1, top * 0.86)

@@ -36,7 +36,7 @@ def _layout(count: int) -> tuple[list[tuple[float, float]], int]:
 class TrainingStepView(FigureView):
     def build(self) -> None:
         self.controls.add("recipe")
-        self.controls.add("step_shown")
+        self._step_combo = self.controls.add("step_shown").combo
 
         widget, box = diagram_widget()
         box.setAspectLocked(False)
@@ -68,6 +68,8 @@ class TrainingStepView(FigureView):
             self.box.setRange(xRange=(-0.1, top - 1 + BOX_W + 0.1),
                               yRange=(-0.1, LEGEND_Y + 0.4), padding=0)
         self._keys = [s.key for s in steps]
+        if self.needs_update("recipe", self.model.recipe):
+            self._offer_steps(steps)
         rects = np.array([(x, y, BOX_W, BOX_H) for x, y in places])
         fills = [theme.color(KIND_ROLE[s.kind]) for s in steps]
         outlines = [theme.color("text") if s is out.selected else None for s in steps]
@@ -83,6 +85,20 @@ class TrainingStepView(FigureView):
         title = html.escape(f"{step.title}: {step.format_text}".replace("\n", " "))
         self.why.setText(f"<b>{title}</b><br>{html.escape(step.why)}")
         self.message.show_message(self.model.comment())
+
+    def _offer_steps(self, steps: list) -> None:
+        """The selector offers the recipe's steps only, named as their boxes are."""
+        titles = {s.key: s.title.replace("\n", " ") for s in steps}
+        combo = self._step_combo
+        items = combo.model()
+        for i in range(combo.count()):
+            key = combo.itemData(i)
+            if key in titles:
+                combo.setItemText(i, titles[key])
+            combo.view().setRowHidden(i, key not in titles)
+            item = items.item(i) if hasattr(items, "item") else None
+            if item is not None:
+                item.setEnabled(key in titles)
 
     @staticmethod
     def _arrow_path(places: list[tuple[float, float]], top: int

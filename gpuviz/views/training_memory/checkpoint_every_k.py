@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import FINE_STEPS, nice_ceiling, plural
 from gpuviz.core.plots import CellGrid, Segment, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import PredictReveal
@@ -75,7 +75,8 @@ class CheckpointEveryKView(FigureView):
         layers = len(out.ks)
         revealed = self.model.revealed
         scale = 1e-9
-        peak_max = nice_ceiling(base.timeline.peak * scale * 1.1)
+        # Room above the no-checkpointing line for its label and, over it, the best k's.
+        peak_max = nice_ceiling(base.timeline.peak * scale / 0.62, FINE_STEPS)
         pitem = self.peak_plot.getPlotItem()
         if peak_max != self._peak_max:
             self._peak_max = peak_max
@@ -93,7 +94,7 @@ class CheckpointEveryKView(FigureView):
         no_ckpt = base.timeline.peak * scale
         self.no_ckpt.set_line(0.3, no_ckpt, layers + RIGHT, no_ckpt,
                               pitem.getViewBox().viewPixelSize())
-        self.no_ckpt_label.setText(f"no checkpointing {no_ckpt:,.1f} GB")
+        self.no_ckpt_label.setText(f"no checkpointing {gb_text(base.timeline.peak)}")
         self.no_ckpt_label.setPos(layers + 0.6, no_ckpt)
         best_peak = out.peaks[out.best_k - 1] * scale
         self.best_label.setText(f"best k = {out.best_k}: {gb_text(best_peak / scale)}" if revealed
@@ -124,6 +125,7 @@ class CheckpointEveryKView(FigureView):
                  else "while the last segment is recomputed")
         segments = -(-layers // k)
         self.message.show_message(
-            f"k = {k}: {segments} checkpoints of {gb_text(memory.checkpoint_bytes)}, and "
-            f"up to {k} recomputed layers of {gb_text(memory.layer_bytes)} each. The peak, "
+            f"k = {k}: {plural(segments, 'checkpoint')} of {gb_text(memory.checkpoint_bytes)}, "
+            f"and up to {plural(k, 'recomputed layer')} of {gb_text(memory.layer_bytes)} "
+            f"each. The peak, "
             f"{gb_text(peak)}, comes {where}.")

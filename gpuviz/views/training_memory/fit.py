@@ -64,11 +64,17 @@ class FitView(FigureView):
 
     def refresh(self) -> None:
         out = self.model.out
-        scale = 1e-9
         budgets = (out.before, out.after)
+        # The axis in GB, TB or PB: whichever keeps its top under 1,000.
+        top_bytes = max(out.before.total, out.capacity) * 1.1
+        unit, scale = next(((u, f) for u, f in (("GB", 1e-9), ("TB", 1e-12))
+                            if top_bytes * f < 1000), ("PB", 1e-15))
         top = max(out.before.total, out.capacity) * scale
         y_max = nice_ceiling(top * 1.1, FINE_STEPS)
         item = self.plot.getPlotItem()
+        if self.needs_update("unit", unit):
+            item.getAxis("left").setLabel(f"Memory of one GPU ({unit})")
+            self._y_max = 0.0
         if y_max != self._y_max:
             self._y_max = y_max
             item.setYRange(0, y_max, padding=0)
@@ -103,8 +109,12 @@ class FitView(FigureView):
         end = self._x_end
         self.capacity.set_line(-0.5, capacity, end, capacity, pixel)
         self.usable.set_line(-0.5, usable, end, usable, pixel)
-        self.capacity_label.setText(f"{self.model_gpu_name()} {capacity:,.0f} GB")
-        self.usable_label.setText(f"85%: {usable:,.0f} GB")
+        # Lines closer than two labels' height share one label, above the solid line.
+        together = (capacity - usable) < 2.2 * self._label_height() * pixel[1]
+        name = f"{self.model_gpu_name()} {gb_text(out.capacity)}"
+        self.capacity_label.setText(f"{name} (85%: {gb_text(out.usable)})" if together
+                                    else name)
+        self.usable_label.setText("" if together else f"85%: {gb_text(out.usable)}")
         # Above the solid line, under the dashed one; the other side if that is taken.
         self.text.set_candidates(self.capacity_label, [(end - 0.05, capacity, 1, 1.0),
                                                        (end - 0.05, capacity, 1, 0.0)])
@@ -135,7 +145,21 @@ class FitView(FigureView):
         else:
             self.message.show_message(
                 f"Does not fit: {gb_text(total)} needed, {gb_text(out.capacity)} on the "
-                f"GPU. Tick fixes in the list.", True)
+                f"GPU. {self._what_else()}", True)
+
+    def _what_else(self) -> str:
+        """What could still help when a budget does not fit: the fixes not yet taken, or
+        once every one is, what lies outside the list."""
+        model = self.model
+        switches = [key for key, _, _ in FIXES if key != "zero_stage"]
+        if not all(model.fix_is_on(key) for key in switches):
+            return "Tick fixes in the list."
+        if int(model.zero_stage) < 3:
+            return "Raise ZeRO to stage 3."
+        more_gpus = model.gpus < model.parameter("gpus").maximum
+        return ("Every fix is on: more GPUs to shard over, a GPU with more memory or a "
+                "shorter sequence would help." if more_gpus else
+                "Every fix is on: a GPU with more memory or a shorter sequence would help.")
 
     def apply_look(self) -> None:
         super().apply_look()
@@ -158,6 +182,10 @@ class FitView(FigureView):
             self.plot.getPlotItem().setXRange(-0.5, end, padding=0)
             self.text.set_bounds(QRectF(-0.5, 0, end + 0.5, self._y_max))
             self.schedule_refresh()
+
+    def _label_height(self) -> float:
+        """A label's height in pixels (its font's line spacing)."""
+        return self.capacity_label.metrics.lineSpacing()
 
     def model_gpu_name(self) -> str:
         from gpuviz.data.hardware import gpu

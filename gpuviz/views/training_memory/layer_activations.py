@@ -28,6 +28,15 @@ def unit_text(item: mem.ActivationItem, units: float, kept: bool) -> str:
     return f"+{units:g} {name}"
 
 
+def _lower_first(label: str) -> str:
+    """A tensor's name inside a sentence: an ordinary first word in lower case
+    ("Softmax output" -> "softmax output"); names kept ("V", "Q and K", "LayerNorm")."""
+    first, _, rest = label.partition(" ")
+    if first[1:].isalpha() and first[1:].islower():
+        first = first.lower()
+    return f"{first} {rest}" if rest else first
+
+
 class LayerActivationsView(FigureView):
     step_label = "Next"
 
@@ -52,6 +61,9 @@ class LayerActivationsView(FigureView):
         self.bar_labels = [self.text.add(size=8, anchor=(0, 0.5)) for _ in range(n)]
         self.total_labels = [self.text.add(size=13, bold=True, anchor=(0, 0.5))
                              for _ in range(2)]
+        # In the magenta total's bar row, empty under FlashAttention: beside the total
+        # it ran past the right edge.
+        self.flash_note = self.text.add(role="highlight", size=9, anchor=(0, 0.5))
         self.box.addItem(self.text)
         self.add_plot(widget)
 
@@ -107,9 +119,11 @@ class LayerActivationsView(FigureView):
         for i, label in enumerate(self.bar_labels):
             label.setText(si_text(out.item_bytes[i], "B") if out.kept[i] else "")
             label.setPos(BAR_X + lengths[i] + 0.1, i + ROW / 2)
-        flash = " (FlashAttention keeps none)" if self.model.flash_attention else ""
         self.total_labels[0].setText(f"{out.sbh_so_far:g} of {total_sbh:g} sbh")
-        self.total_labels[1].setText(f"{out.as2b_so_far:g} of {total_as2b:g} as²b{flash}")
+        self.total_labels[1].setText(f"{out.as2b_so_far:g} of {total_as2b:g} as²b")
+        self.flash_note.setText("FlashAttention keeps none" if self.model.flash_attention
+                                else "")
+        self.flash_note.setPos(0.1, y + 1.0 + ROW / 2)
         for k, label in enumerate(self.total_labels):
             label.setPos(BAR_X, y + k * 1.0 + ROW / 2)
 
@@ -119,7 +133,7 @@ class LayerActivationsView(FigureView):
                     f"{si_text(out.cfg.layers * out.layer_bytes, 'B')}.")
         elif out.done:
             item = out.items[out.done - 1]
-            text = (f"{item.op} keeps its {item.label.lower()} for the backward pass: "
+            text = (f"{item.op} keeps its {_lower_first(item.label)} for the backward pass: "
                     f"{unit_text(item, out.units[out.done - 1], bool(out.kept[out.done - 1]))}"
                     f". Next (or a click on a row) goes on.")
         else:

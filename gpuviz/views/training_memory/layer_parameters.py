@@ -14,7 +14,9 @@ from gpuviz.core.text import TextLayer
 
 # Fixed slots, so the axis never re-lays out: a GPT layer leaves the gate slot empty.
 SLOTS = ("wq", "wk", "wv", "wo", "gate", "up", "down", "small")
-SLOT_LABELS = ("Q", "K", "V", "O", "MLP gate", "MLP up", "MLP down", "biases +\nnorms")
+# Short: a 1024x768 projector gives each slot about 64 px, and the axis leaves out every
+# other label when two would touch. The axis title names the MLP's three.
+SLOT_LABELS = ("Q", "K", "V", "O", "gate", "up", "down", "norms")
 BAR_WIDTH = 0.7
 TOTAL_PARTS = (("layers", "layers"), ("token", "token embedding"),
                ("position", "positions"), ("output", "output matrix"),
@@ -36,7 +38,8 @@ class LayerParametersView(FigureView):
         self.controls.add("mlp_ratio")
         self.controls.add("kv_heads")
 
-        self.plot = plot_widget("Weights of one layer", "Parameters (units of d²)")
+        self.plot = plot_widget("Weights of one layer (MLP: gate, up, down; norms: with biases)",
+                                "Parameters (units of d²)")
         item = self.plot.getPlotItem()
         item.showGrid(x=False, y=True, alpha=0.25)
         item.setXRange(-0.6, len(SLOTS) - 0.4, padding=0)
@@ -101,17 +104,24 @@ class LayerParametersView(FigureView):
         count = out.count
         parts = [count.layers, count.token_embedding, count.position_embedding, count.output,
                  count.final_norm]
-        billions = np.array(parts, dtype=float) / 1e9
-        starts = np.concatenate([[0.0], np.cumsum(billions)[:-1]])
-        x_max = nice_ceiling(count.total / 1e9 * 1.08, FINE_STEPS)
+        # Billions, or millions for a small model (no "billions (×10⁻³)" on the axis); the
+        # range reaches 12 L d² too, which overshoots the total for a narrow MLP.
+        reach = max(count.total, out.twelve_l_d2)
+        unit, word = (1e9, "billions") if reach >= 1e9 else (1e6, "millions")
         titem = self.total_plot.getPlotItem()
+        if self.needs_update("total_unit", word):
+            titem.getAxis("bottom").setLabel(f"Parameters of the whole model ({word})")
+            self._x_max = 0.0
+        billions = np.array(parts, dtype=float) / unit
+        starts = np.concatenate([[0.0], np.cumsum(billions)[:-1]])
+        x_max = nice_ceiling(reach / unit * 1.08, FINE_STEPS)
         if x_max != self._x_max:
             self._x_max = x_max
             titem.setXRange(0, x_max, padding=0)
         rects = np.column_stack([starts, np.full(5, -0.3), billions, np.full(5, 0.6)])
         fills = [theme.series(index) for index in TOTAL_SERIES]
         self.total_bars.set_cells(rects, fills)
-        twelve = out.twelve_l_d2 / 1e9
+        twelve = out.twelve_l_d2 / unit
         self.twelve.set_line(twelve, -0.4, twelve, 0.4, titem.getViewBox().viewPixelSize())
         self.twelve_label.setText(f"12 L d² = {format_value(100 * out.twelve_share, '%')} "
                                   f"of the total")
@@ -124,7 +134,11 @@ class LayerParametersView(FigureView):
                 self.total_legend.add_box(text, theme.series(index), hatch=False)
             self._fit_total_range()
 
-        if out.embedding_share > 0.05:
+        if out.twelve_share > 1.1:
+            text = (f"12 L d² assumes an MLP 4 d wide and full-size K and V: for this "
+                    f"layer it overcounts: {format_value(100 * out.twelve_share, '%')} of "
+                    f"the {count.total:,} parameters.")
+        elif out.embedding_share > 0.05:
             text = (f"The embeddings hold {format_value(100 * out.embedding_share, '%')} of the "
                     f"{count.total:,} parameters: for a model this small, 12 L d² "
                     f"misses them.")

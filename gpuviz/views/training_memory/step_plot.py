@@ -63,7 +63,8 @@ class StepMemoryPlot:
         self.item.addItem(self.playhead)
         self.peak_dot = Dots(self.item, 1, 12, theme.color("highlight"), pen("text", 1.5))
         self.labels = TextLayer(QRectF(0, 0, 1, 1), keep_inside=True)
-        self.peak_label = self.labels.add(role="text", size=9, bold=True, anchor=(0.5, 1.1))
+        # Mostly right of the dot: centred, it met "forward →" when the peak is low.
+        self.peak_label = self.labels.add(role="text", size=9, bold=True, anchor=(0.2, 1.1))
         # Inside the band's top: above it, it met the peak label of a flat (checkpointed) step.
         self.states_label = self.labels.add(role="text", size=9, anchor=(0, -0.15))
         self.phase_labels = [self.labels.add(text, role="text", size=9,
@@ -76,34 +77,64 @@ class StepMemoryPlot:
         self._timeline = None
         self._base = 0.0
         self.legend: Legend | None = None
+        self._last: tuple | None = None
+        self._states_text = ""
+        self._playhead: float | None = None
 
     def add_legend(self, columns: int) -> Legend:
         """The key in the top right corner: the areas, the recompute marks (a thin
         swatch, as they are thin) and the model-state band if drawn."""
         legend = Legend(self.item, anchor=(1, 0), columns=columns)
+        self.legend = legend
+        self._columns = columns
+        self._fill_legend("model states")
+        self.item.getViewBox().sigResized.connect(self._refit)
+        return legend
+
+    def _fill_legend(self, states_text: str) -> None:
+        """The legend's rows; the model states' row says how much they are (the band is
+        too thin for a label of its own beside a large step)."""
+        legend = self.legend
+        legend.clear()
         if self.with_states:
-            legend.add_box("model states", theme.color("neutral", STATES_ALPHA), hatch=False)
+            legend.add_box(states_text, theme.color("neutral", STATES_ALPHA), hatch=False)
         for name, role in AREAS:
             legend.add_box(name, area_fill(role), hatch=False)
         legend.add_box("recomputed forward", theme.color("highlight"), hatch=False,
                        height=0.45)
-        self.legend = legend
-        return legend
+
+    def _with_room(self, data_top: float) -> float:
+        """The y range's top: past the data and the peak label by the legend's height,
+        so the legend in the top corner covers neither (it hid "peak 184 GB")."""
+        if self.legend is None:
+            return data_top
+        return self.legend.end_with_room(0.0, data_top, 1.3 * self.peak_label.metrics.height())
+
+    def _refit(self) -> None:
+        if self._last is not None:
+            self.set_step(*self._last[0], **self._last[1])
+            self.set_playhead(self._playhead)  # its line spans the new range
 
     def set_step(self, timeline: mem.StepTimeline, states: float, y_max_bytes: float,
                  until: float | None = None, show_peak: bool = True) -> None:
         """Draw `timeline` (bytes) over a band of `states` bytes, up to time `until`."""
+        if self.with_states and self.legend is not None:
+            # First: the legend's size sets the room the y range keeps for it.
+            text = f"model states {gb_text(states)}"
+            if text != self._states_text:
+                self._states_text = text
+                self._fill_legend(text)
+        self._last = ((timeline, states, y_max_bytes), {"until": until,
+                                                         "show_peak": show_peak})
         scale = 1 / mem.GB
         base = states * scale if self.with_states else 0.0
-        y_max = nice_ceiling(y_max_bytes * scale * 1.08)
+        y_max = self._with_room(nice_ceiling(y_max_bytes * scale * 1.08))
         x_max = timeline.step_time
         if (y_max, x_max) != (self._y_max, self._x_max):
             self._y_max, self._x_max = y_max, x_max
             self.item.setYRange(-MARK_SHARE * 1.6 * y_max, y_max, padding=0)
             self.item.setXRange(0, x_max, padding=0.01)
             self.labels.set_bounds(QRectF(0, -y_max, x_max, 2 * y_max))
-            self.phase_labels[0].setPos(timeline.turn / 2, 0.0)
-            self.phase_labels[1].setPos((timeline.turn + x_max) / 2, 0.0)
         key = (id(timeline), base, y_max)
         if key != self._data:
             self._data = key
@@ -116,9 +147,12 @@ class StepMemoryPlot:
         else:
             self.curtain.setRect(QRectF(until, base, x_max * 1.02 - until, y_max - base))
             self.curtain.setVisible(True)
-        if self.with_states:
-            self.states_label.setText(f"model states {states * scale:,.1f} GB")
+        if self.with_states and self.legend is None:
+            self.states_label.setText(f"model states {gb_text(states)}")
             self.states_label.setPos(0.01 * x_max, base)
+        for label, x in zip(self.phase_labels, (timeline.turn / 2, (timeline.turn + x_max) / 2),
+                            strict=True):
+            label.setPos(x, base)  # above the model-state band, not across it
         shown = show_peak and timeline.peak_time <= end + 1e-9
         peak_y = base + timeline.peak * scale
         self.peak_dot.set_points([timeline.peak_time if shown else np.nan], [peak_y])
@@ -148,6 +182,7 @@ class StepMemoryPlot:
         self.band.set_cells(np.array(rects, dtype=float).reshape(-1, 4), fills)
 
     def set_playhead(self, t: float | None) -> None:
+        self._playhead = t
         if t is None:
             self.playhead.setVisible(False)
             return
