@@ -104,6 +104,8 @@ def test_format_value():
     assert [format_value(v, "×") for v in (2.0, 0.997, 1.4286, 1365.3)] == [
         "2.00×", "1.00×", "1.43×", "1,365×"]
     assert format_value(4, "×") == "4×"
+    assert [format_value(v, "×") for v in (1 / 64, 0.0078, 0.0)] == [
+        "0.0156×", "0.00780×", "0.00×"]  # far below 1: significant digits, not 0.02×
     assert format_value(0.5, decimals=2) == "0.50"
     assert format_value(1.0, "µs", decimals=1) == "1.0 µs"
     assert decimal_places(0.05) == 2 and decimal_places(0.5) == 1 and decimal_places(2) == 0

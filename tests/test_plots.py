@@ -495,3 +495,18 @@ def test_a_cell_grid_handed_the_same_cells_again_does_nothing(qapp):
     asked.clear()
     grid.set_cells(rects, [busy, busy], texts=["a", "c"])
     assert asked
+
+
+def test_a_log_slider_reads_its_value_without_trailing_zeros(themed, qtbot):
+    """Four significant digits, less trailing zeros: 8.4's least model is "0.1 B params",
+    not "0.1000 B params"."""
+    from gpuviz import catalog
+    from tests import figure_driver as drive
+
+    spec = next(s for s in catalog.all_figures() if s.number == "8.4")
+    page = drive.build_page(spec)
+    qtbot.addWidget(page)
+    slider = next(c for c in page.view.controls.controls if c.name == "params_b")
+    texts = [slider.shown(v) for v in (0.1, 0.1234, 7.0, 1000.0)]
+    assert texts[0].startswith("0.1 ") and texts[1].startswith("0.1234 ")
+    assert texts[2].startswith("7 ") and texts[3].startswith("1,000 ")

@@ -336,9 +336,11 @@ def format_value(value: float | int | str, unit: str = "", digits: int = 3,
     """Human text for a number: thousands separators for integers, `digits` significant
     digits otherwise (×10ⁿ beyond 10⁷ and below 10⁻³), a true minus sign, and the unit
     after a space (singular after exactly 1: "1 warp", "2 warps"); a ratio (a unit that
-    starts with ×: "×", "× d") has two decimals below 100. `decimals` fixes the places
-    after the point instead (a slider in steps of 0.05 reads 0.50, never 0.5000)."""
-    if unit.startswith("×") and decimals is None and isinstance(value, float):
+    starts with ×: "×", "× d") has two decimals from 0.1 to 100, and `digits` significant
+    ones below 0.1 (1/64 reads 0.0156×, not 0.02×). `decimals` fixes the places after
+    the point instead (a slider in steps of 0.05 reads 0.50, never 0.5000)."""
+    if (unit.startswith("×") and decimals is None and isinstance(value, float)
+            and not 0 < abs(value) < 0.1):
         decimals = 2 if abs(value) < 100 else 0  # every ratio alike: 1.00×, 1.43×, 13.86×
     if isinstance(value, str):
         body = value

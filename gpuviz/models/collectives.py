@@ -7,7 +7,6 @@ numbers) and `alpha_beta` (the cost model, links from resources/hardware).
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -537,14 +536,6 @@ def multi_node_busbw(n: float, node_counts: np.ndarray, g: int, intra: ab.Link,
     return np.array(hier), np.array(flat)
 
 
-def ratio_decimals(ratio: float) -> int | None:
-    """Places for a ratio far below 1, two significant digits (0.0078×, not 0.01×); None
-    leaves a larger one to `format_value`'s two places (1.00×, 13.86×)."""
-    if ratio <= 0 or ratio >= 0.1 or not math.isfinite(ratio):
-        return None
-    return 1 - math.floor(math.log10(ratio))
-
-
 class MultiNodeModel(MeasuredFigure, FigureModel):
     """Figure 7.4: all-reduce of n bytes on N nodes of G GPUs, one NIC per GPU. Flat
     ring: 2(P-1) steps of (alpha_net + n/P beta_net). Hierarchical: intra-node ring
@@ -611,8 +602,7 @@ class MultiNodeModel(MeasuredFigure, FigureModel):
             "algbw": Readout("Algorithm bandwidth", out.n / run.total / ab.GB, "GB/s"),
             "busbw": Readout("Bus bandwidth", busbw / ab.GB, "GB/s"),
             "nic": Readout("One NIC", out.inter.bandwidth / ab.GB, "GB/s"),
-            "vs_nic": Readout("Bus bw / NIC", busbw / out.inter.bandwidth, "×",
-                              decimals=ratio_decimals(busbw / out.inter.bandwidth)),
+            "vs_nic": Readout("Bus bw / NIC", busbw / out.inter.bandwidth, "×"),
             "lower_bound": time_readout("Network lower bound", out.lower_bound),
         }
         for i, phase in enumerate(out.hierarchical.phases):

@@ -31,6 +31,7 @@ from gpuviz.core.model import FigureModel, Parameter, decimal_places, format_val
 
 LOG_SLIDER_STEPS = 1000
 _DIGITS = re.compile(r"\d")
+_TRAILING_ZEROS = re.compile(r"(\.\d*?[1-9])0+(?!\d)|\.0+(?!\d)")
 CONTROL_COLUMN_WIDTH = 330  # pixels at text scale 1; the projector theme scales it
 
 
@@ -171,7 +172,12 @@ class ParameterSlider(BoundControl):
         self.value_label.setText(self.shown(value))
 
     def shown(self, value: float) -> str:
-        return format_value(value, self.param.unit, digits=4, decimals=self._decimals)
+        text = format_value(value, self.param.unit, digits=4, decimals=self._decimals)
+        if self.param.log and self._decimals is None:
+            # A log slider's value has four significant digits, less its trailing zeros
+            # ("0.1 B params" at its least, not "0.1000 B params"; "7 B" stays).
+            text = _TRAILING_ZEROS.sub(r"\1", text, count=1)
+        return text
 
 
 class ChoiceBox(BoundControl):

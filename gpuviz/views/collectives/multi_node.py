@@ -18,7 +18,6 @@ from gpuviz.models.collectives import (
     NODES_MAX,
     Measured,
     MultiNodeOut,
-    ratio_decimals,
 )
 from gpuviz.views.collectives.measured import (
     MEASURED_LABEL,
@@ -113,7 +112,7 @@ class MultiNodeView(FigureView):
             f"{'Hierarchical' if scheme == 'hierarchical' else 'Flat ring'}, {out.nodes} × "
             f"{out.gpus_per_node} GPUs: {time_text(run.total)}. "
             f"Bus bandwidth {format_value(busbw, 'GB/s')} is "
-            f"{format_value(busbw / nic, '×', decimals=ratio_decimals(busbw / nic))} "
+            f"{format_value(busbw / nic, '×')} "
             f"one NIC's {format_value(nic, 'GB/s')}."
             + (" The hierarchy sends only n/G per GPU over the network "
                "and uses all G NICs of a node at once."
