@@ -510,3 +510,11 @@ def test_a_log_slider_reads_its_value_without_trailing_zeros(themed, qtbot):
     texts = [slider.shown(v) for v in (0.1, 0.1234, 7.0, 1000.0)]
     assert texts[0].startswith("0.1 ") and texts[1].startswith("0.1234 ")
     assert texts[2].startswith("7 ") and texts[3].startswith("1,000 ")
+
+
+def test_axis_ticks_write_thousands_as_the_readouts_do(qapp):
+    from gpuviz.core.axis import Axis
+
+    axis = Axis("left")
+    assert axis.tickStrings([0, 200_000, 400_000], 1, 200_000) == ["0", "200,000", "400,000"]
+    assert axis.tickStrings([0, 5000, -20_000], 1, 5000) == ["0", "5000", "−20,000"]

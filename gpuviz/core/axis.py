@@ -126,8 +126,11 @@ class Axis(pg.AxisItem):
                  [(i * spacing + start) / self.scale for i in range(count)])]
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
-        # pyqtgraph's strings in the figures' number style: true minus, ×10ⁿ for e+NN.
-        return [format_g(float(text)) if "e" in text else signed(text)
+        # pyqtgraph's strings in the figures' number style: true minus, ×10ⁿ for e+NN,
+        # thousands separators from 10,000 ("400,000", as the readouts write it).
+        return [format_g(float(text)) if "e" in text else
+                signed(f"{int(text):,}") if text.lstrip("-").isdigit() and abs(int(text)) >= 10_000
+                else signed(text)
                 for text in super().tickStrings(values, scale, spacing)]
 
     def labelString(self) -> str:  # noqa: N802
