@@ -51,11 +51,15 @@ def make_model(spec, values: dict[str, Any]):  # noqa: ANN001, ANN201
 
 
 def apply_settings(model, values: dict[str, Any]) -> None:  # noqa: ANN001
-    """The typed parameters in one batch, then an animated figure's typed step (after
-    them: a parameter change may rewind the animation). `revealed` goes last among the
-    parameters, since a guess set after it would hide the answer again."""
+    """The typed parameters in one batch, in the order the model declares them (a choice
+    that brings its own settings, 2.1's op with its scale, comes before them, however
+    they were typed), then an animated figure's typed step (after them: a parameter
+    change may rewind the animation). `revealed` goes last among the parameters, since
+    a guess set after it would hide the answer again."""
     parameters = model.parameters()
-    in_order = sorted(values.items(), key=lambda item: item[0] == "revealed")  # stable
+    declared = {name: i for i, name in enumerate(parameters)}
+    in_order = sorted(values.items(), key=lambda item: (
+        item[0] == "revealed", declared.get(item[0], len(declared))))
     with model.batch():  # not model.batch: a parameter may be named `batch`
         for name, value in in_order:
             if name in parameters:

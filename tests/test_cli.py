@@ -175,3 +175,13 @@ def test_set_revealed_holds_whatever_the_order_of_the_guess():
     spec = catalog.figure("10.1")
     model = cli.make_model(spec, {"revealed": True, "guess_idle": 40.0})
     assert model.revealed and model.guess_idle == 40.0
+
+
+def test_set_applies_in_the_models_order_whatever_the_typed_order():
+    """2.1 keeps a scale per op: a scale typed before its op once landed on the op shown
+    before and was lost."""
+    spec = catalog.figure("2.1")
+    for values in ({"intensity_scale": 64.0, "selected_op": "prefill_matmul"},
+                   {"selected_op": "prefill_matmul", "intensity_scale": 64.0}):
+        model = cli.make_model(spec, values)
+        assert (model.selected_op, model.intensity_scale) == ("prefill_matmul", 64.0)
