@@ -517,4 +517,5 @@ def test_axis_ticks_write_thousands_as_the_readouts_do(qapp):
 
     axis = Axis("left")
     assert axis.tickStrings([0, 200_000, 400_000], 1, 200_000) == ["0", "200,000", "400,000"]
-    assert axis.tickStrings([0, 5000, -20_000], 1, 5000) == ["0", "5000", "−20,000"]
+    assert axis.tickStrings([0, 5000, -20_000], 1, 5000) == ["0", "5,000", "−20,000"]
+    assert axis.tickStrings([0, 1000, 2000], 1, 1000) == ["0", "1000", "2000"]

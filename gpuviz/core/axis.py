@@ -127,11 +127,13 @@ class Axis(pg.AxisItem):
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
         # pyqtgraph's strings in the figures' number style: true minus, ×10ⁿ for e+NN,
-        # thousands separators from 10,000 ("400,000", as the readouts write it).
-        return [format_g(float(text)) if "e" in text else
-                signed(f"{int(text):,}") if text.lstrip("-").isdigit() and abs(int(text)) >= 10_000
-                else signed(text)
-                for text in super().tickStrings(values, scale, spacing)]
+        # and on an axis that reaches 10,000 thousands separators ("5,000", "400,000", as
+        # the readouts write them; "2000" stays on an axis that ends there).
+        strings = super().tickStrings(values, scale, spacing)
+        wide = any(s.lstrip("-").isdigit() and abs(int(s)) >= 10_000 for s in strings)
+        return [format_g(float(s)) if "e" in s else
+                signed(f"{int(s):,}") if wide and s.lstrip("-").isdigit() else signed(s)
+                for s in strings]
 
     def labelString(self) -> str:  # noqa: N802
         # pyqtgraph writes the scale of a unitless axis as "(x1e+06)".

@@ -106,10 +106,13 @@ class ParameterSlider(BoundControl):
         super().__init__(model, name, parent)
         p = self.param
         # A slider in fractional steps shows as many places as its step: 0.05 -> "0.50";
-        # a ratio has the places of every ratio (format_value: 4.00 × d, not 4.0000 × d).
-        self._decimals = (decimal_places(p.step) if p.step and not p.log
-                          and not float(p.step).is_integer() and not p.unit.startswith("×")
-                          else None)
+        # a ratio the two places of every ratio (4.00 × d, not 4.0000 × d for steps of
+        # 1/16), fixed where its step allows (0.05 × target, not the 0.05000 × target of
+        # format_value's significant digits below 0.1).
+        fractional = p.step and not p.log and not float(p.step).is_integer()
+        places = decimal_places(p.step) if fractional else None
+        self._decimals = (places if not p.unit.startswith("×") else
+                          2 if places is not None and places <= 2 else None)
         self.label = QLabel(p.label)
         self.value_label = QLabel()
         self.value_label.setTextFormat(Qt.PlainText)
@@ -173,9 +176,10 @@ class ParameterSlider(BoundControl):
 
     def shown(self, value: float) -> str:
         text = format_value(value, self.param.unit, digits=4, decimals=self._decimals)
-        if self.param.log and self._decimals is None:
+        if self.param.log and self._decimals is None and not self.param.unit.startswith("×"):
             # A log slider's value has four significant digits, less its trailing zeros
-            # ("0.1 B params" at its least, not "0.1000 B params"; "7 B" stays).
+            # ("0.1 B params" at its least, not "0.1000 B params"; "7 B" stays; a ratio
+            # keeps the places of every ratio, 1.00×).
             text = _TRAILING_ZEROS.sub(r"\1", text, count=1)
         return text
 

@@ -243,8 +243,8 @@ class MegatronModel(SteppedModel):
                       if extra else Readout("Extra all-reduce, size", shown="none")),
             "forward": Readout("Forward, max |diff|", check.forward, digits=2),
             "backward": Readout("Backward dX, max |diff|", check.backward, digits=2),
-            "rows_first": Readout("Rows first + all-reduce", check.rows_first,
+            "rows_first": Readout("Rows first + extra all-reduce", check.rows_first,
                                   digits=2),
-            "no_allreduce": Readout("Rows first, no all-reduce",
+            "no_allreduce": Readout("Rows first, no extra all-reduce",
                                     check.rows_first_no_allreduce, digits=2),
         }

@@ -62,11 +62,11 @@ class MoeRoutingView(FigureView):
         gitem.getAxis("bottom").setTicks([[(g, f"GPU {g}") for g in range(GPUS)], []])
         self.loads = CellGrid(font_size=9)
         gitem.addItem(self.loads)
-        # Each GPU's count sits on its blue part, on a plate over the violet: inside a
-        # short bar it was left out (or spilled out of it).
+        # Each GPU's count sits above its bar (every bar, waiting included, is as tall as
+        # the busiest), in one row: inside a short bar it was left out or spilled out.
         self.counts = TextLayer(QRectF(-1, 0, GPUS + 1, 10 * TOKENS))
         gitem.addItem(self.counts)
-        self.count_labels = [self.counts.add("", size=9, anchor=(0.5, 1), plate=True)
+        self.count_labels = [self.counts.add("", size=9, anchor=(0.5, 1))
                              for _ in range(GPUS)]
         self.gpu_legend = Legend(gitem, anchor=(1, 0))
         self.gpu_legend.add_box("computing", theme.color("compute"))
@@ -122,7 +122,7 @@ class MoeRoutingView(FigureView):
                              [theme.color("compute")] * GPUS + [theme.color("idle")] * GPUS)
         for g, label in enumerate(self.count_labels):
             label.setText(str(int(load[g])))
-            label.setPos(g, float(load[g]))
+            label.setPos(g, busiest)
 
         self.predict.sync()
         r = self.model.readouts()

@@ -103,12 +103,15 @@ class StepMemoryPlot:
         legend.add_box("recomputed forward", theme.color("highlight"), hatch=False,
                        height=0.45)
 
-    def _with_room(self, data_top: float) -> float:
-        """The y range's top: past the data and the peak label by the legend's height,
-        so the legend in the top corner covers neither (it hid "peak 184 GB")."""
+    def _with_room(self, axis_top: float, data_top: float) -> float:
+        """The y range's top: `axis_top`, or higher where the legend in the top corner
+        would cover the data's peak or its label (it hid "peak 184 GB"): then the
+        legend's height past them. Not always: a chart whose peak lies low kept half
+        its height empty."""
         if self.legend is None:
-            return data_top
-        return self.legend.end_with_room(0.0, data_top, 1.3 * self.peak_label.metrics.height())
+            return axis_top
+        return max(axis_top, self.legend.end_with_room(
+            0.0, data_top, 1.3 * self.peak_label.metrics.height()))
 
     def _refit(self) -> None:
         if self._last is not None:
@@ -128,7 +131,8 @@ class StepMemoryPlot:
                                                          "show_peak": show_peak})
         scale = 1 / mem.GB
         base = states * scale if self.with_states else 0.0
-        y_max = self._with_room(nice_ceiling(y_max_bytes * scale * 1.08))
+        y_max = self._with_room(nice_ceiling(y_max_bytes * scale * 1.08),
+                                base + timeline.peak * scale)
         x_max = timeline.step_time
         if (y_max, x_max) != (self._y_max, self._x_max):
             self._y_max, self._x_max = y_max, x_max
