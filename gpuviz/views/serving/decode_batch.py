@@ -94,6 +94,7 @@ class DecodeBatchView(FigureView):
         self.end_labels = [self.trade_text.add(role="text", size=9) for _ in range(2)]
         titem.addItem(self.trade_text)
         self._trade_range = (0.0, 0.0, "")
+        self._trade_segments = np.zeros((0, 4))
         self.add_plot(self.trade_plot, 2)
 
     def refresh(self) -> None:
@@ -174,24 +175,27 @@ class DecodeBatchView(FigureView):
             item.setLabel("bottom", f"Time per output token ({unit})")
             item.setRange(xRange=(0, x_top), yRange=(0, y_top), padding=0)
             self.trade_text.set_bounds(QRectF(0, 0, x_top, y_top))
-        self.trade_curve.set_data(ms, rate)
-        ends = (0, len(ms) - 1) if len(ms) > 1 else (0,) if len(ms) else ()
-        for label, at in zip(self.end_labels, ends, strict=False):
-            x, y = float(ms[at]), float(rate[at])
-            label.setText(f"batch {int(curve_steps.batch[at]):,}")
-            label.setPos(x, y)
-            # below-right, above-left, right, left, below, above of its end of the curve
-            self.trade_text.set_candidates(label, [
-                (x, y, -0.1, -0.2), (x, y, 1.1, 1.2), (x, y, -0.15, 0.5),
-                (x, y, 1.15, 0.5), (x, y, 0.5, -0.3), (x, y, 0.5, 1.3)])
-        for label in self.end_labels[len(ends):]:
-            label.setText("")
-        self.trade_text.set_obstacles(polyline_segments(ms, rate, max(len(ms) // 40, 1)),
-                                      np.array([[float(step.time[0]) * scale,
-                                                 float(step.tokens_per_second[0])]]), 14)
+        point = np.array([[float(step.time[0]) * scale, float(step.tokens_per_second[0])]])
+        # The curve, its end labels and what they keep off move only with the model, the
+        # GPU, the context and the cache; the batch moves the point alone.
+        if self.needs_update("trade_curve", (ms.tobytes(), rate.tobytes())):
+            self.trade_curve.set_data(ms, rate)
+            ends = (0, len(ms) - 1) if len(ms) > 1 else (0,) if len(ms) else ()
+            for label, at in zip(self.end_labels, ends, strict=False):
+                x, y = float(ms[at]), float(rate[at])
+                label.setText(f"batch {int(curve_steps.batch[at]):,}")
+                label.setPos(x, y)
+                # below-right, above-left, right, left, below, above of its end
+                self.trade_text.set_candidates(label, [
+                    (x, y, -0.1, -0.2), (x, y, 1.1, 1.2), (x, y, -0.15, 0.5),
+                    (x, y, 1.15, 0.5), (x, y, 0.5, -0.3), (x, y, 0.5, 1.3)])
+            for label in self.end_labels[len(ends):]:
+                label.setText("")
+            self._trade_segments = polyline_segments(ms, rate, max(len(ms) // 40, 1))
+        self.trade_text.set_obstacles(self._trade_segments, point, 14)
         shown = out.bound if out.fits else "highlight"
         for role, dots in self.points.items():
             if role == shown:
-                dots.set_points(step.time * scale, step.tokens_per_second)
+                dots.set_points(point[:, 0], point[:, 1])
             else:
                 dots.set_points([np.nan], [np.nan])
