@@ -690,8 +690,8 @@ LESSONS: tuple[Lesson, ...] = (
             "A training run's log line turned into the share of the chips' peak it uses. "
             "Blue is the FLOPs the model needs (MFU), the second blue what recomputation "
             "runs again on top (HFU), violet the peak left unused. <i>Try this:</i> guess the "
-            "MFU of the 7B log line, reveal it, then switch recompute to full and compare "
-            "the HFU. Load PaLM's run and switch the attention width to the hidden size: "
+            "MFU of the 7B log line, reveal it, then switch recompute from full to none and "
+            "compare the HFU. Load PaLM's run and switch the attention width to the hidden size: "
             "the published 46.2% needs 48 heads of 256.",
             "profiling.mfu:MfuModel", "profiling.mfu:MfuView", "mfu-and-hfu"),
         FigureSpec(
