@@ -249,6 +249,18 @@ SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
+def axis_time_unit(top_seconds: float) -> tuple[float, str]:
+    """(seconds per unit, unit) for a time axis up to `top_seconds`: the largest time unit
+    with the axis top at 1 or more, or the next larger one where the rounded-up top would
+    reach 1,000 (its ticks would need a thousands separator)."""
+    larger = TIME_UNITS[0]
+    for factor, unit in TIME_UNITS:
+        if top_seconds >= factor:
+            return larger if nice_ceiling(top_seconds / factor) >= 1000 else (factor, unit)
+        larger = (factor, unit)
+    return TIME_UNITS[-1]
+
+
 def si_readout(label: str, value: float, unit: str) -> Readout:
     """A readout in the SI multiple that keeps 1 to 999 before the unit (GFLOP, MB)."""
     value = float(value)

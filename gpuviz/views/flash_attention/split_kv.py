@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import TIME_UNITS, format_value, nice_ceiling, plural, time_text
+from gpuviz.core.model import axis_time_unit, format_value, nice_ceiling, plural, time_text
 from gpuviz.core.plots import (
     CellGrid,
     Dots,
@@ -107,7 +107,7 @@ class SplitKVView(FigureView):
 
         # Times in the unit that keeps the top of the axis under 1,000 (ms past 999 µs).
         top = max(float(s.curve_time.max()), s.unsplit.total_time) * 1.05
-        factor, unit = _axis_unit(top)
+        factor, unit = axis_time_unit(top)
         us = s.curve_time / factor  # in `unit`
         unsplit = s.unsplit.total_time / factor
         # The range first, then the data: one layout and paint pass per change.
@@ -141,15 +141,3 @@ class SplitKVView(FigureView):
             hint + f"The busy SMs draw {format_value(share, '%')} of HBM's bandwidth (one "
             f"SM at most {format_value(s.sm_bandwidth / 1e9, 'GB/s')}). Speed-up over no "
             f"splitting: {format_value(s.speedup, '×')}.")
-
-
-def _axis_unit(top_seconds: float) -> tuple[float, str]:
-    """(seconds per unit, unit) for an axis up to `top_seconds`: the largest time unit
-    with the axis top at 1 or more, or the next larger one where the rounded-up top would
-    reach 1,000 (its ticks would need a thousands separator)."""
-    larger = TIME_UNITS[0]
-    for factor, unit in TIME_UNITS:
-        if top_seconds >= factor:
-            return larger if nice_ceiling(top_seconds / factor) >= 1000 else (factor, unit)
-        larger = (factor, unit)
-    return TIME_UNITS[-1]

@@ -10,9 +10,9 @@ from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import (
     FINE_STEPS,
+    axis_time_unit,
     format_value,
     nice_ceiling,
-    time_readout,
     time_text,
 )
 from gpuviz.core.plots import CellGrid, Dots, Legend, Segment, curve, pen, plot_widget
@@ -27,7 +27,6 @@ STEP_PARTS = (("weights", "memory", "weights"), ("kv_cache", "memory_light", "KV
 STEP_Y_TOP = 2.3
 MEMORY_Y_TOP = 2.0
 STEP_ROOM = 1.6  # the step axis's top over its longest bar: room for " 34.7 s = the step"
-PER_SECOND = {"s": 1.0, "ms": 1e3, "µs": 1e6, "ns": 1e9}
 MEMORY_PARTS = (("weights", "memory"), ("caches", "memory_light"), ("free", None),
                 ("workspace", "neutral"), ("headroom", "idle"))
 
@@ -112,8 +111,8 @@ class DecodeBatchView(FigureView):
         # One scale for every batch that fits (the bars grow as the batch does), wider
         # only for a batch beyond it; in the time unit that suits its top.
         longest = max(float(out.curve.time.max(initial=0.0)), *rows)
-        unit = time_readout("", longest * STEP_ROOM).unit
-        scale = PER_SECOND[unit]
+        factor, unit = axis_time_unit(longest * STEP_ROOM)
+        scale = 1 / factor
         top = nice_ceiling(longest * scale * STEP_ROOM, FINE_STEPS)
         if (top, unit) != self._step_top:
             self._step_top = (top, unit)
@@ -162,8 +161,8 @@ class DecodeBatchView(FigureView):
     def _show_trade_off(self, out: DecodeBatchOut) -> None:
         curve_steps, step = out.curve, out.step
         longest = max(float(curve_steps.time.max(initial=0.0)), float(step.time[0]))
-        unit = time_readout("", longest * 1.15).unit
-        scale = PER_SECOND[unit]
+        factor, unit = axis_time_unit(longest * 1.15)
+        scale = 1 / factor
         ms = curve_steps.time * scale  # in `unit`
         rate = curve_steps.tokens_per_second
         x_top = nice_ceiling(longest * scale * 1.15, FINE_STEPS)
