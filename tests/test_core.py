@@ -459,3 +459,13 @@ def test_crowded_tick_labels_are_thinned_to_every_kth():
     roomy_lanes = ("axis", [], [(QRectF(0, y, 40, 8), Qt.AlignRight, str(y))
                                 for y in range(0, 60, 12)])
     assert thin_tick_labels(roomy_lanes, vertical=True) == roomy_lanes
+
+
+def test_kept_digits_and_durations_past_a_minute_or_under_a_nanosecond():
+    from gpuviz.core.model import Readout, duration_text, kept_digits
+
+    assert [kept_digits(Readout("", v, "ms")).text for v in (12.0, 33.04, 0.9996)] == [
+        "12.0 ms", "33.0 ms", "1.00 ms"]
+    assert kept_digits(Readout("", 128.0, "×")).text == "128×"
+    assert [duration_text(s) for s in (0.309, 2214.0, 1_465_287.0, 2.99e-13)] == [
+        "309 ms", "36.9 min", "17.0 days", "299 fs"]

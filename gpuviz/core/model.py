@@ -279,6 +279,51 @@ def time_readout(label: str, seconds: float, digits: int = 3) -> Readout:
     return Readout(label, seconds / 1e-9, "ns", digits)
 
 
+def kept_digits(readout: Readout) -> Readout:
+    """`readout` with its significant digits kept where they are zeros ("12.0 ms" beside
+    "33.0 ms", "1.00 µs" beside "0.500 µs"): format_value drops them from a float that
+    happens to be whole."""
+    value = readout.value
+    if not isinstance(value, float) or not value or not math.isfinite(value):
+        return readout
+    rounded = float(f"{value:.{max(readout.digits - 1, 0)}e}")  # 0.9996 has 1's places
+    places = max(readout.digits - 1 - math.floor(math.log10(abs(rounded))), 0)
+    return Readout(readout.label, value, readout.unit, decimals=places)
+
+
+# Past a minute a time reads in minutes, hours or days ("17.0 days", not "1,465,287 s");
+# below a nanosecond (one FLOP at a PFLOP/s) in ps or fs, as the plots' axes write it.
+LONG_TIME_UNITS = ((86_400.0, "days"), (3_600.0, "h"), (60.0, "min"))
+SHORT_TIME_UNITS = ((1e-12, "ps"), (1e-15, "fs"))
+
+
+def long_time_unit(seconds: float) -> tuple[float, str] | None:
+    """The (seconds per unit, unit) a duration of a minute or more is written in."""
+    for factor, unit in LONG_TIME_UNITS:
+        if seconds >= factor:
+            return factor, unit
+    return None
+
+
+def duration_readout(label: str, seconds: float) -> Readout:
+    """`time_readout` (ns to s) from a nanosecond to a minute, then minutes, hours or
+    days; below a nanosecond picoseconds or femtoseconds."""
+    seconds = float(seconds)
+    unit = long_time_unit(seconds)
+    if unit is not None:
+        return Readout(label, seconds / unit[0], unit[1])
+    if 0 < seconds < 1e-9:
+        for factor, name in SHORT_TIME_UNITS:
+            if seconds >= factor or factor == SHORT_TIME_UNITS[-1][0]:
+                return Readout(label, seconds / factor, name)
+    return time_readout(label, seconds)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as `duration_readout` writes it: "309 ms", "36.9 min", "17.0 days"."""
+    return duration_readout("", seconds).text
+
+
 def si_text(value: float, unit: str) -> str:
     """A number in the SI multiple that keeps 1 to 999 before the unit: "80 GB"."""
     return si_readout("", value, unit).text

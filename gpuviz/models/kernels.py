@@ -17,6 +17,7 @@ from gpuviz.core.model import (
     Parameter,
     Readout,
     SteppedModel,
+    kept_digits,
     time_readout,
 )
 from gpuviz.data.hardware import DEFAULT_GPU, GPU, gpu, gpu_choices
@@ -164,13 +165,9 @@ class FusionModel(FigureModel):
 
 
 def _time_in(label: str, seconds: float, unit: str) -> Readout:
-    """A duration in `unit` (one of TIME_UNITS) with three significant digits, trailing
-    zeros kept ("1.00 µs", not "1 µs", beside "0.500 µs")."""
-    value = seconds / dict((name, factor) for factor, name in TIME_UNITS)[unit]
-    if value == 0 or not math.isfinite(value):
-        return Readout(label, value, unit)
-    magnitude = math.floor(math.log10(abs(float(f"{value:.2e}"))))
-    return Readout(label, value, unit, decimals=max(2 - magnitude, 0))
+    """A duration in `unit` (one of TIME_UNITS), three significant digits kept."""
+    return kept_digits(Readout(label, seconds / dict(
+        (name, factor) for factor, name in TIME_UNITS)[unit], unit))
 
 
 # ---------------------------------------------------------------------------------------

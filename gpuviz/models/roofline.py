@@ -19,6 +19,7 @@ from gpuviz.core.model import (
     Parameter,
     PredictFirstModel,
     Readout,
+    duration_readout,
     format_value,
     si_readout,
     time_readout,
@@ -428,42 +429,6 @@ class MatmulBatchModel(PredictFirstModel):
 # ---------------------------------------------------------------------------------------
 # Figure 2.3: the kernels of a single transformer layer
 # ---------------------------------------------------------------------------------------
-
-# A whole model at a long context can take hours: past a minute, a time reads in minutes,
-# hours or days ("17.0 days", not "1,465,287 s").
-LONG_TIME_UNITS = ((86_400.0, "days"), (3_600.0, "h"), (60.0, "min"))
-
-
-def long_time_unit(seconds: float) -> tuple[float, str] | None:
-    """The (seconds per unit, unit) a duration of a minute or more is written in."""
-    for factor, unit in LONG_TIME_UNITS:
-        if seconds >= factor:
-            return factor, unit
-    return None
-
-
-# Below a nanosecond (one FLOP at a PFLOP/s), as the plots' axes write it: "299 fs".
-SHORT_TIME_UNITS = ((1e-12, "ps"), (1e-15, "fs"))
-
-
-def duration_readout(label: str, seconds: float) -> Readout:
-    """`time_readout` (ns to s) from a nanosecond to a minute, then minutes, hours or
-    days; below a nanosecond picoseconds or femtoseconds."""
-    seconds = float(seconds)
-    unit = long_time_unit(seconds)
-    if unit is not None:
-        return Readout(label, seconds / unit[0], unit[1])
-    if 0 < seconds < 1e-9:
-        for factor, name in SHORT_TIME_UNITS:
-            if seconds >= factor or factor == SHORT_TIME_UNITS[-1][0]:
-                return Readout(label, seconds / factor, name)
-    return time_readout(label, seconds)
-
-
-def duration_text(seconds: float) -> str:
-    """A duration as `duration_readout` writes it: "309 ms", "36.9 min", "17.0 days"."""
-    return duration_readout("", seconds).text
-
 
 GQA_KV_HEADS = 8  # what Llama 2 70B and Llama 3 use
 

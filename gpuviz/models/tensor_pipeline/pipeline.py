@@ -26,13 +26,12 @@ step.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
 
-from gpuviz.core.model import Parameter, PlayheadModel, Readout, time_readout
+from gpuviz.core.model import Parameter, PlayheadModel, Readout, kept_digits, time_readout
 from gpuviz.core.schedule import Schedule, schedule
 from gpuviz.core.trace import Lane, Trace
 from gpuviz.models.tensor_pipeline.schedules import (
@@ -53,24 +52,14 @@ MAX_STOPS = 48  # presses of Next through one step, at most
 NO_SCHEDULE = "no schedule"  # interleaving with m not a multiple of p (the comment says why)
 
 
-def _kept(readout: Readout) -> Readout:
-    """A readout with its 3 significant digits kept when they are zeros ("12.0 ms", as
-    "33.0 ms" beside it, not "12 ms"); format_value drops them from a whole number."""
-    value = readout.value
-    if not isinstance(value, float) or not value or not math.isfinite(value):
-        return readout
-    places = max(readout.digits - 1 - math.floor(math.log10(abs(value))), 0)
-    return Readout(readout.label, value, readout.unit, decimals=places)
-
-
 def duration(label: str, seconds: float) -> Readout:
     """A time of the figure, in the unit time_readout picks, with 3 digits kept."""
-    return _kept(time_readout(label, seconds))
+    return kept_digits(time_readout(label, seconds))
 
 
 def share(label: str, fraction: float) -> Readout:
     """A share of the step in %, with 3 digits kept ("75.0%")."""
-    return _kept(Readout(label, 100 * fraction, "%"))
+    return kept_digits(Readout(label, 100 * fraction, "%"))
 
 
 def stage_lanes(stages: int) -> tuple[Lane, ...]:
@@ -220,7 +209,7 @@ class PipelineModel(PlayheadModel):
     def in_step_unit(self, label: str, seconds: float) -> Readout:
         """A time within the step, in the unit of the step time (a scheduled step)."""
         step = time_readout("", self.horizon)
-        return _kept(Readout(label, seconds * step.value / self.horizon, step.unit))
+        return kept_digits(Readout(label, seconds * step.value / self.horizon, step.unit))
 
     @property
     def horizon(self) -> float:

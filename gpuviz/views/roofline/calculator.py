@@ -7,12 +7,11 @@ from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, format_value, nice_ceiling, si_text
+from gpuviz.core.model import FINE_STEPS, duration_text, format_value, nice_ceiling, si_text
 from gpuviz.core.plots import CellGrid, curve, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.core.widgets import TextPanel
 from gpuviz.data.hardware import gpu
-from gpuviz.models.roofline import duration_text
 from gpuviz.views.roofline.layer_ops import set_time_axis_unit
 
 BAR_HEIGHT = 0.6

@@ -10,10 +10,10 @@ from PySide6.QtCore import QRectF
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.model import FINE_STEPS, nice_ceiling
+from gpuviz.core.model import FINE_STEPS, duration_text, long_time_unit, nice_ceiling
 from gpuviz.core.plots import CellGrid, Legend, plot_widget
 from gpuviz.core.text import TextLayer
-from gpuviz.models.roofline import COMPUTE, LAYER_OPS, duration_text, long_time_unit
+from gpuviz.models.roofline import COMPUTE, LAYER_OPS
 
 BAR_HEIGHT = 0.7
 LABEL_ROOM = 1.3  # the axis reaches this far past the longest bar, for its time label

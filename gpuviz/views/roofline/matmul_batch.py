@@ -17,7 +17,7 @@ from gpuviz.core.log_axes import (
     set_time_ticks,
     time_label,
 )
-from gpuviz.core.model import format_value, si_text, time_text
+from gpuviz.core.model import Readout, format_value, kept_digits, si_text, time_text
 from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer, polyline_segments
 from gpuviz.core.widgets import PredictReveal, TextTable
@@ -227,4 +227,4 @@ class MatmulBatchView(FigureView):
 def _ratio_text(ratio: float) -> str:
     """A ratio to three significant digits, so a column reads alike: 1.05×, 32.7×, 128×
     (not 32.74× above 128×)."""
-    return format_value(ratio, "×", decimals=2 if ratio < 10 else 1 if ratio < 100 else 0)
+    return kept_digits(Readout("", ratio, "×")).text
