@@ -230,3 +230,17 @@ def test_the_comparison_from_the_closed_forms_is_the_timed_step(pipeline, p, m, 
     assert textbook.step_time == pytest.approx(timed.step_time, rel=1e-12)
     assert textbook.bubble == pytest.approx(timed.bubble, rel=1e-9)
     assert textbook.peaks.tolist() == timed.peaks.tolist()
+
+
+def test_a_drag_over_every_m_and_back_finds_the_steps_it_timed():
+    from gpuviz.models.tensor_pipeline import pipeline
+
+    first = {m: timed_pipeline("1f1b", 8, m, 1 * MS, 2 * MS) for m in range(1, 33)}
+    assert all(timed_pipeline("1f1b", 8, m, 1 * MS, 2 * MS) is first[m]
+               for m in range(32, 0, -1))
+    # The largest steps push the oldest out: what is kept stays within its bound.
+    for m in (8, 16, 24, 32):
+        for p in (2, 4, 8):
+            timed_pipeline("interleaved", p, m, 1 * MS, 2 * MS, 4)
+    kept = sum(len(timed.schedule.tasks) for timed in pipeline._timed.values())
+    assert kept == pipeline._kept_tasks <= pipeline.KEPT_TASKS

@@ -27,7 +27,7 @@ step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
@@ -118,18 +118,33 @@ class Timed:
                          for times, levels in self.stash])
 
 
-# A slider dragged back and forth meets the same steps again (p = 8, m = 32, v = 4 takes
-# 10 ms to build and time, and 4.4 MB to keep: 8 of them stay under 40 MB).
-@lru_cache(maxsize=8)
+# A slider dragged back and forth meets the same steps again: the steps timed last are
+# kept, up to a number of tasks in all rather than of steps, so that a drag over every m
+# and back finds them all (p = 8, m = 32, v = 4 has 2,048 tasks, takes 10 ms to build and
+# time and 4.4 MB to keep; the bound is 8 of those, under 40 MB, or far more small ones).
+KEPT_TASKS = 8 * 2048
+_timed: dict[tuple, Timed] = {}  # oldest first
+_kept_tasks = 0
+
+
 def timed_pipeline(pipeline: str, stages: int, micro_batches: int, forward: float,
                    backward: float, chunks: int = 1) -> Timed:
     """The step of `pipeline` timed by the scheduler (ZB-H1: B and W take backward / 2)."""
-    split = pipeline == "zb_h1"
-    b, w = (backward / 2, backward / 2) if split else (backward, 0.0)
-    result = schedule(pipeline_tasks(pipeline, stages, micro_batches, forward, b, w,
-                                     chunks))
-    return Timed(pipeline, result, tuple(stash(result, pipeline, i, micro_batches, chunks)
-                                         for i in range(stages)))
+    global _kept_tasks
+    key = (pipeline, stages, micro_batches, forward, backward, chunks)
+    found = _timed.pop(key, None)
+    if found is None:
+        split = pipeline == "zb_h1"
+        b, w = (backward / 2, backward / 2) if split else (backward, 0.0)
+        result = schedule(pipeline_tasks(pipeline, stages, micro_batches, forward, b, w,
+                                         chunks))
+        found = Timed(pipeline, result, tuple(stash(result, pipeline, i, micro_batches,
+                                                    chunks) for i in range(stages)))
+        _kept_tasks += len(result.tasks)
+        while _kept_tasks > KEPT_TASKS and _timed:
+            _kept_tasks -= len(_timed.pop(next(iter(_timed))).schedule.tasks)
+    _timed[key] = found  # now the newest
+    return found
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,6 @@ class HeadRooflineView(FigureView):
                        for key, _, _ in LINES]),
             np.array([[x, y] for y in ys.values()]), 11,
             moving=np.array([[x, low - 1, x, high + 1]]))
-        self.ratio_labels.place()
 
         self.message.show_message(self._message(s))
 

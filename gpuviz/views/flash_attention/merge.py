@@ -148,7 +148,6 @@ class MergeView(FigureView):
             (keys - 0.45, high, 1.0, 0.0), (line - 0.05, low, 1.0, 0.0)])
         self.set_labels.set_obstacles(np.zeros((0, 4)),
                                       moving=np.array([[line, -top, line, top * 1.45]]))
-        self.set_labels.place()
 
         bound = self._bounds[self.model.seed - int(self.model.parameter("seed").minimum)]
         if bound != self._bound:

@@ -194,8 +194,6 @@ class MatmulBatchView(FigureView):
                 places += [(x_at, y_at, 0.0 if x_at == LABEL_XS[0] else 1.0, 1.05),
                            (x_at, y_at, 0.0, -0.05)]
             self.time_text.set_candidates(label, places)
-        self.labels.place()
-        self.time_text.place()
         self.table.set_rows(self._table_rows())
         self.predict.sync()
         if math.isinf(out.b_star) and self.model.revealed:

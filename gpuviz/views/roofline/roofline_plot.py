@@ -165,7 +165,6 @@ class RooflineView(FigureView):
         self.labels.set_obstacles(self._roof_segments, self._dots, SELECTED_SIZE,
                                   faint=self._other_segments)
         self.labels.set_order([self.op_labels[out.selected]])
-        self.labels.place()
         text, warn = self.model.message()
         self.message.show_message(text, warn)
 

@@ -123,7 +123,6 @@ class FitView(FigureView):
         self.text.set_order([self.capacity_label, self.usable_label, *self.total_labels])
         self.text.set_obstacles(np.array([(-0.5, capacity, end, capacity),
                                           (-0.5, usable, end, usable)]))
-        self.text.place()
 
         rows = []
         for key, label, shrinks, delta, deltas in out.effects:
