@@ -469,3 +469,10 @@ def test_kept_digits_and_durations_past_a_minute_or_under_a_nanosecond():
     assert kept_digits(Readout("", 128.0, "×")).text == "128×"
     assert [duration_text(s) for s in (0.309, 2214.0, 1_465_287.0, 2.99e-13)] == [
         "309 ms", "36.9 min", "17.0 days", "299 fs"]
+
+
+def test_no_time_at_all_reads_in_seconds():
+    from gpuviz.core.model import duration_text, time_text
+
+    assert [time_text(s) for s in (0.0, 4.2e-6, 3e-10)] == ["0 s", "4.20 µs", "0.300 ns"]
+    assert duration_text(0.0) == "0 s"

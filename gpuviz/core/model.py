@@ -271,8 +271,11 @@ def si_readout(label: str, value: float, unit: str) -> Readout:
 
 
 def time_readout(label: str, seconds: float, digits: int = 3) -> Readout:
-    """A duration in s, ms, µs or ns, whichever keeps 1 to 999 before the unit."""
+    """A duration in s, ms, µs or ns, whichever keeps 1 to 999 before the unit; none at
+    all in seconds ("0 s": "0 ns" reads as a measured sliver beside times in µs)."""
     seconds = float(seconds)
+    if seconds == 0:
+        return Readout(label, 0.0, "s", digits)
     for factor, unit in TIME_UNITS:
         if abs(seconds) >= factor:
             return Readout(label, seconds / factor, unit, digits)

@@ -190,4 +190,5 @@ class ZeroStagesView(FigureView):
             self.message.show_message(
                 f"On {out.gpus:,} GPUs the model states fit with {', '.join(fitting)}. DDP, "
                 f"ZeRO-1 and ZeRO-2 send the same {format_value(sent[0], 'GB')}; ZeRO-3 "
-                "sends 1.5 times that, to gather the weights again.")
+                f"sends {format_value(sent[3], 'GB')} ({format_value(sent[3] / sent[0], '×')}),"
+                " as it gathers the weights again.")
