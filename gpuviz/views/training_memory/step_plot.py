@@ -29,6 +29,7 @@ AREAS = (("checkpoints", "onchip"), ("activations", "memory"), ("logits", "highl
 AREA_ALPHA = 200
 STATES_ALPHA = 150  # the model-state band recedes behind what changes
 MARK_SHARE = 0.035  # height of the recompute marks under the axis, share of the y range
+PHASE_LABEL_GAP = 12  # px between a phase label and its phase's ends (a playhead at 0)
 
 
 def area_fill(role: str) -> QColor:
@@ -80,6 +81,8 @@ class StepMemoryPlot:
         self._last: tuple | None = None
         self._states_text = ""
         self._playhead: float | None = None
+        # A new size moves the legend's room and the phase labels' places.
+        self.item.getViewBox().sigResized.connect(self._refit)
 
     def add_legend(self, columns: int) -> Legend:
         """The key in the top right corner: the areas, the recompute marks (a thin
@@ -88,7 +91,6 @@ class StepMemoryPlot:
         self.legend = legend
         self._columns = columns
         self._fill_legend("model states")
-        self.item.getViewBox().sigResized.connect(self._refit)
         return legend
 
     def _fill_legend(self, states_text: str) -> None:
@@ -154,14 +156,39 @@ class StepMemoryPlot:
         if self.with_states and self.legend is None:
             self.states_label.setText(f"model states {gb_text(states)}")
             self.states_label.setPos(0.01 * x_max, base)
-        for label, x in zip(self.phase_labels, (timeline.turn / 2, (timeline.turn + x_max) / 2),
-                            strict=True):
-            label.setPos(x, base)  # above the model-state band, not across it
+        self._place_phase_labels(timeline, base, scale)
         shown = show_peak and timeline.peak_time <= end + 1e-9
         peak_y = base + timeline.peak * scale
         self.peak_dot.set_points([timeline.peak_time if shown else np.nan], [peak_y])
         self.peak_label.setText(f"peak {gb_text(peak_y / scale)}" if shown else "")
         self.peak_label.setPos(timeline.peak_time, peak_y)
+
+    def _place_phase_labels(self, timeline: mem.StepTimeline, base: float,
+                            scale: float) -> None:
+        """"forward →" and "← backward" above the model-state band, each where the
+        memory under it is lowest within its phase, and on top of that memory: in the
+        middle of a phase it lay across the recomputed segments' peaks (6.4)."""
+        # From the range set, not viewPixelSize: the view's transform follows a new range
+        # only when it is next painted.
+        box = self.item.getViewBox()
+        low, high = box.viewRange()[0]
+        pixel = (high - low) / max(box.width(), 1.0)
+        top = base + timeline.total * scale
+        for label, (start, stop) in zip(self.phase_labels, ((0.0, timeline.turn),
+                                                            (timeline.turn, timeline.step_time)),
+                                        strict=True):
+            # Clear of the phase's ends (a playhead at 0, the turn) by PHASE_LABEL_GAP px.
+            half = label.width * pixel / 2
+            reach = min(half + PHASE_LABEL_GAP * pixel, (stop - start) / 2)
+            centres = np.linspace(start + reach, stop - reach, 41)
+            # The highest memory under each place: the vertices inside it and its ends.
+            heights = np.array([max(np.interp([c - half, c + half], timeline.t, top).max(),
+                                    top[(timeline.t > c - half) & (timeline.t < c + half)]
+                                    .max(initial=base)) for c in centres])
+            # The lowest of them; of equals, the one nearest the phase's middle.
+            middle = (start + stop) / 2
+            best = np.lexsort((np.abs(centres - middle), np.round(heights, 9)))[0]
+            label.setPos(centres[best], heights[best])
 
     def _draw(self, timeline: mem.StepTimeline, base: float, y_max: float,
               scale: float) -> None:
