@@ -213,11 +213,19 @@ class Axis(pg.AxisItem):
             return _Drawing([], [], QRect())
         (axis_pen, start, end), tick_specs, text_specs = specs
         texts = []
+        font = p.font()
+        alignments: dict[object, tuple[bool, bool, bool]] = {}  # Qt flag tests are slow
         for rect, flags, text in text_specs:
-            static, width, height = self._static_text(text, p.font())
-            x = (rect.right() - width if flags & Qt.AlignRight else
-                 rect.center().x() - width / 2 if flags & Qt.AlignHCenter else rect.left())
-            y = rect.center().y() - height / 2 if flags & Qt.AlignVCenter else rect.top()
+            static, width, height = self._static_text(text, font)
+            align = alignments.get(flags)
+            if align is None:
+                align = alignments[flags] = (bool(flags & Qt.AlignRight),
+                                             bool(flags & Qt.AlignHCenter),
+                                             bool(flags & Qt.AlignVCenter))
+            right, h_centre, v_centre = align
+            x = (rect.right() - width if right else
+                 rect.center().x() - width / 2 if h_centre else rect.left())
+            y = rect.center().y() - height / 2 if v_centre else rect.top()
             texts.append((QPointF(x, y), static))
         return _Drawing([(axis_pen, start, end), *tick_specs], texts,
                         self.boundingRect().toAlignedRect())
