@@ -146,3 +146,44 @@ def test_each_switch_leaves_the_window_as_a_full_render(number, themed):
         shown, rendered = _shown_and_rendered(themed, page)
         assert shown == rendered, f"{button.text()!r}: stale pixels"
     page.close()
+
+
+PLACED = [spec for spec in catalog.all_figures()
+          if spec.number in ("2.1", "2.2", "4.3", "4.4", "6.5")]
+
+
+@pytest.mark.parametrize("spec", PLACED, ids=[spec.number for spec in PLACED])
+def test_a_change_places_its_labels_once_for_the_range_it_paints(spec, themed, monkeypatch):
+    """Labels are placed once per change, for the view's new range: a view that placed
+    them in its refresh placed them for the old range, and the paint placed them all again."""
+    from PySide6.QtWidgets import QComboBox, QSlider
+
+    from gpuviz.core.text import PlacedTextLayer
+
+    placed: list[PlacedTextLayer] = []  # a layer each time all its labels are placed
+    layout = PlacedTextLayer._layout
+
+    def counted_layout(self, transform, area):  # noqa: ANN001, ANN202
+        full = layout(self, transform, area)
+        if full:
+            placed.append(self)
+        return full
+
+    monkeypatch.setattr(PlacedTextLayer, "_layout", counted_layout)
+    _, page = _page(spec, themed)
+    changes = [lambda s=slider, p=position: s.setValue(p)
+               for slider in page.findChildren(QSlider)[:2]
+               for position in (slider.minimum()
+                                + (slider.maximum() - slider.minimum()) * i // 12
+                                for i in range(13))]
+    changes += [lambda c=combo, i=index: c.setCurrentIndex(i)
+                for combo in page.findChildren(QComboBox)[:1] for index in range(combo.count())]
+    try:
+        for number, change in enumerate(changes):
+            placed.clear()
+            change()
+            themed.processEvents()
+            again = [layer for layer in set(placed) if placed.count(layer) > 1]
+            assert not again, f"change {number}: {len(again)} layers placed twice"
+    finally:
+        page.close()
