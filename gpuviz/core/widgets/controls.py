@@ -117,10 +117,13 @@ class ParameterSlider(BoundControl):
         self.value_label = QLabel()
         self.value_label.setTextFormat(Qt.PlainText)
         self.value_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        # Opaque, as the slider: a drag repaints the two alone, not the column beneath.
+        self.value_label.setAutoFillBackground(True)
         fix_size(self.value_label, lambda: max(
             self.value_label.fontMetrics().horizontalAdvance(
                 self.shown(v) + "00") for v in (p.minimum, p.maximum, -1.5)))
         self.slider = QSlider(Qt.Horizontal)
+        self.slider.setAutoFillBackground(True)
         self.slider.setFocusPolicy(Qt.StrongFocus)
         self.slider.setAccessibleName(p.label)
         self.slider.setToolTip(self.toolTip())

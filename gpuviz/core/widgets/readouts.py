@@ -76,6 +76,8 @@ class ReadoutPanel(QFrame):
             name, value = QLabel(), QLabel()
             for label in (name, value):
                 label.setTextFormat(Qt.PlainText)
+                # Opaque: a new value repaints its label alone, not the panel beneath.
+                label.setAutoFillBackground(True)
             value.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
             self.form.addRow(name, value)
             self.rows[key] = (name, value)
