@@ -81,6 +81,7 @@ class StepMemoryPlot:
         self._last: tuple | None = None
         self._states_text = ""
         self._playhead: float | None = None
+        self._phase_key: tuple | None = None
         # A new size moves the legend's room and the phase labels' places.
         self.item.getViewBox().sigResized.connect(self._refit)
 
@@ -173,6 +174,10 @@ class StepMemoryPlot:
         box = self.item.getViewBox()
         low, high = box.viewRange()[0]
         pixel = (high - low) / max(box.width(), 1.0)
+        key = (id(timeline), base, scale, pixel, *(label.width for label in self.phase_labels))
+        if key == self._phase_key:  # an animation frame: the step is the same
+            return
+        self._phase_key = key
         top = base + timeline.total * scale
         for label, (start, stop) in zip(self.phase_labels, ((0.0, timeline.turn),
                                                             (timeline.turn, timeline.step_time)),
