@@ -348,3 +348,29 @@ def test_cost_on_a_link_for_other_lessons():
     assert cost.time_on(link, 1e9) == pytest.approx(6 * (3e-6 + 250e6 / 450e9))
     assert ab.collective_cost("all_gather", "ring", 8).time_on(ab.network(), 8e9) == (
         pytest.approx(7 * (10e-6 + 1e9 / 50e9)))
+
+
+def test_ring_names_a_chunk_beside_its_arrow_only_where_the_rows_leave_room(qapp):
+    """The arrows' chunk names lie in the gap between two rows: with 16 GPUs on a small
+    screen that gap is thinner than the text, and the names (given by the columns' heads)
+    are left out rather than drawn across the cells."""
+    from gpuviz import catalog
+    from tests import figure_driver as drive
+
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "7.2")
+    page = drive.build_page(spec)
+    try:
+        page.model.go_to_step(3)
+        drive.settle()
+        shown = [label for label in page.view.arrow_labels if label.isVisible()]
+        assert [label.toPlainText() for label in shown] == ["c1", "c2", "c3", "c0", "c0"]
+        page.model.set("gpus", 16)
+        page.model.go_to_step(3)
+        page.resize(1280, 560)  # rows closer than the names are tall
+        drive.settle()
+        assert not any(label.isVisible() for label in page.view.arrow_labels)
+        page.resize(1280, 1600)  # far apart again
+        drive.settle()
+        assert sum(label.isVisible() for label in page.view.arrow_labels) == 17
+    finally:
+        page.close()

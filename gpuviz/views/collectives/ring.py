@@ -59,6 +59,8 @@ class RingAllReduceView(FigureView):
         self.box.addItem(self.text)
         self.add_plot(canvas)
         self._ranks = 0
+        self._arrow_label_count = 0
+        self._arrow_labels_fit = True
         self.box.sigResized.connect(self._fit)
 
     def _place(self, p: int) -> None:
@@ -95,6 +97,16 @@ class RingAllReduceView(FigureView):
             left = max(LEFT_ROOM, 0.1 + gpu_names / scale)
             right = max(p + 0.1, p - 1 + CELL_W / 2 + 0.05 + arrow_name / scale)
         self.box.setRange(xRange=(-left, right), yRange=(-top, bottom), padding=0)
+        # A chunk's name beside its arrow needs the gap between two rows: where the rows
+        # are too close (16 GPUs on a small screen) it would lie across the cells, and the
+        # column it goes down is named at the top anyway.
+        label_height = QFontMetricsF(theme.font(8, True)).height()
+        self._arrow_labels_fit = (1 - CELL_H) * scale >= label_height
+        self._show_arrow_labels()
+
+    def _show_arrow_labels(self) -> None:
+        for i, label in enumerate(self.arrow_labels):
+            label.setVisible(i < self._arrow_label_count and self._arrow_labels_fit)
 
     def refresh(self) -> None:
         out: RingSteps = self.model.out
@@ -173,12 +185,11 @@ class RingAllReduceView(FigureView):
             xs += ax
             ys += ay
         self.arrows.set_data(xs, ys)
-        for i, label in enumerate(self.arrow_labels):
-            if i < len(spots):
-                x, y, text = spots[i]
-                label.setText(text)
-                label.setPos(x, y)
-            label.setVisible(i < len(spots))
+        for (x, y, text), label in zip(spots, self.arrow_labels, strict=False):
+            label.setText(text)
+            label.setPos(x, y)
+        self._arrow_label_count = len(spots)
+        self._show_arrow_labels()
 
     @staticmethod
     def _describe(out: RingSteps) -> str:
