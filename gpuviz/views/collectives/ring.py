@@ -100,8 +100,7 @@ class RingAllReduceView(FigureView):
         # A chunk's name beside its arrow needs the gap between two rows: where the rows
         # are too close (16 GPUs on a small screen) it would lie across the cells, and the
         # column it goes down is named at the top anyway.
-        label_height = QFontMetricsF(theme.font(8, True)).height()
-        self._arrow_labels_fit = (1 - CELL_H) * scale >= label_height
+        self._arrow_labels_fit = (1 - CELL_H) * scale >= self.arrow_labels[0].height
         self._show_arrow_labels()
 
     def _show_arrow_labels(self) -> None:
