@@ -13,7 +13,7 @@ from PySide6.QtGui import QImage, QPainter
 
 from gpuviz.core.axis import thin_tick_labels
 from gpuviz.core.log_axes import set_log_ticks
-from gpuviz.core.plots import Curve, curve, pen, plot_widget
+from gpuviz.core.plots import Area, Curve, curve, pen, plot_widget
 
 
 def _specs(axis: pg.AxisItem, method) -> tuple:  # noqa: ANN001
@@ -84,6 +84,49 @@ def test_curve_skips_unchanged_data_and_leaves_gaps(qapp):
     line.set_data([], [])
     assert line.path().isEmpty()
     widget.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from([1.0, 1.5, 2.0]))
+def test_area_fills_the_pixels_its_outline_path_fills(qapp, data, ratio):
+    """Its pieces (rectangles and convex quadrilaterals) fill exactly what one path
+    around the area fills, steps (a repeated x) and stretches of no height included."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QColor, QTransform
+
+    n = data.draw(st.integers(2, 30))
+    x = np.sort(data.draw(st.lists(st.integers(0, 25), min_size=n, max_size=n))).astype(float)
+    heights = st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=n, max_size=n)
+    lower = np.array(data.draw(heights))
+    upper = lower + np.array(data.draw(heights))
+    fill = QColor(200, 100, 0)
+
+    def render(draw) -> np.ndarray:  # noqa: ANN001
+        image = QImage(int(1000 * ratio), int(260 * ratio), QImage.Format_ARGB32_Premultiplied)
+        image.setDevicePixelRatio(ratio)
+        image.fill(0)
+        painter = QPainter(image)
+        painter.setTransform(QTransform(37.3, 0, 0, -41.7, 11.2, 230.4))
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(fill)
+        draw(painter)
+        painter.end()
+        return np.frombuffer(image.constBits(), np.uint32).copy()
+
+    area = Area(fill)
+    area.set_data(x, lower, upper)
+    outline = pg.arrayToQPath(np.concatenate([x, x[::-1]]), np.concatenate([upper, lower[::-1]]))
+    painted = render(area.paint)
+    assert np.array_equal(painted, render(lambda painter: painter.drawPath(outline)))
+
+    def within_bounds(painter: QPainter) -> None:  # nothing is painted outside them
+        painter.setClipRect(area.boundingRect())
+        area.paint(painter)
+
+    assert np.array_equal(painted, render(within_bounds))
+    pieces = area._slopes
+    area.set_data(list(x), list(lower), list(upper))
+    assert area._slopes is pieces  # the same data: nothing worked out again
 
 
 def _render_box(box: pg.ViewBox, widget) -> QImage:  # noqa: ANN001

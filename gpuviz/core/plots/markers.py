@@ -1,7 +1,7 @@
 """Stand-ins for pyqtgraph items that run Python on every repaint (TextItem,
-ScatterPlotItem, InfiniteLine, PlotDataItem): `text_item`, `Dots`, `Segment`, `curve`
-(a `Curve`). Their setters do nothing when nothing changed, so a refresh repaints only
-what moved."""
+ScatterPlotItem, InfiniteLine, PlotDataItem, FillBetweenItem): `text_item`, `Dots`,
+`Segment`, `curve` (a `Curve`), `Area`. Their setters do nothing when nothing changed, so a
+refresh repaints only what moved."""
 
 from __future__ import annotations
 
@@ -9,9 +9,18 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPainterPath, QPen, QPixmap
+from PySide6.QtGui import (
+    QColor,
+    QGuiApplication,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QPixmap,
+    QPolygonF,
+)
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsLineItem,
@@ -172,6 +181,72 @@ class Curve(QGraphicsPathItem):
 
     def shape(self) -> QPainterPath:
         return self.path()
+
+
+class Area(QGraphicsItem):
+    """A filled area between two lines over the same x points (one of stacked areas), in
+    one opaque colour and no outline.
+
+    Painted in pieces, one per stretch between neighbouring x where it has height: the
+    flat ones (both edges level) as rectangles in one call, the sloped ones as convex
+    quadrilaterals. Qt fills a path of many edges far more slowly than its pieces (6.4's
+    24 recomputed segments as one path: 1.5 ms at device pixel ratio 2; in pieces 0.3)."""
+
+    def __init__(self, fill: QColor) -> None:
+        super().__init__()
+        self._fill = QColor(fill)
+        self._data: tuple[np.ndarray, ...] | None = None
+        self._rects = np.empty((0, 4))
+        self._slopes: list[QPolygonF] = []
+        self._bounds = QRectF()
+
+    def set_data(self, x: Sequence[float] | np.ndarray, lower: Sequence[float] | np.ndarray,
+                 upper: Sequence[float] | np.ndarray) -> None:
+        """Fill between `lower` and `upper` (upper >= lower) at the points `x` (ascending;
+        a repeated x is a step); nothing happens when they are the ones shown."""
+        data = tuple(np.array(v, dtype=float) for v in (x, lower, upper))
+        if self._data is not None and all(
+                np.array_equal(a, b) for a, b in zip(data, self._data, strict=True)):
+            return
+        self._data = data
+        x, lower, upper = data
+        start, end = slice(None, -1), slice(1, None)
+        pieces = np.flatnonzero((x[end] > x[start])
+                                & ((upper[start] > lower[start]) | (upper[end] > lower[end])))
+        i, j = pieces, pieces + 1
+        flat = (lower[i] == lower[j]) & (upper[i] == upper[j])
+        f = i[flat]
+        self._rects = np.ascontiguousarray(np.column_stack(
+            [x[f], lower[f], x[f + 1] - x[f], upper[f] - lower[f]]))
+        s = i[~flat]
+        corners = np.column_stack([x[s], lower[s], x[s], upper[s],
+                                   x[s + 1], upper[s + 1], x[s + 1], lower[s + 1]])
+        # One polygon of every corner, cut into its quadrilaterals (a QPolygonF per piece
+        # from QPointFs cost half as much again).
+        self._slopes = []
+        if len(s):
+            every = pg.functions.create_qpolygonf(4 * len(s))
+            pg.functions.ndarray_from_qpolygonf(every)[:] = corners.reshape(-1, 2)
+            self._slopes = [every.mid(4 * k, 4) for k in range(len(s))]
+        self.prepareGeometryChange()
+        if len(pieces):
+            self._bounds = QRectF(QPointF(x[i].min(), min(lower[i].min(), lower[j].min())),
+                                  QPointF(x[j].max(), max(upper[i].max(), upper[j].max())))
+        else:
+            self._bounds = QRectF()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        return self._bounds
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        painter.setRenderHint(QPainter.Antialiasing, False)
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(self._fill)
+        if len(self._rects):
+            painter.drawRects(shiboken6.wrapInstance(self._rects.ctypes.data, QRectF),
+                              len(self._rects))
+        for piece in self._slopes:
+            painter.drawConvexPolygon(piece)
 
 
 def curve(plot: pg.PlotItem, qpen: QPen) -> Curve:
