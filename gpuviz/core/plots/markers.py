@@ -1,6 +1,6 @@
 """Stand-ins for pyqtgraph items that run Python on every repaint (TextItem,
 ScatterPlotItem, InfiniteLine, PlotDataItem, FillBetweenItem): `text_item`, `Dots`,
-`Segment`, `curve` (a `Curve`), `Area`. Their setters do nothing when nothing changed, so a
+`Segment`, `curve` (a `Curve`), `Lines`, `Area`. Their setters do nothing when nothing changed, so a
 refresh repaints only what moved."""
 
 from __future__ import annotations
@@ -181,6 +181,70 @@ class Curve(QGraphicsPathItem):
 
     def shape(self) -> QPainterPath:
         return self.path()
+
+
+class Lines(QGraphicsItem):
+    """Separate straight lines in one pen (ticks, drop lines), in data coordinates.
+
+    Each line is stroked on its own, in one drawLines call. As a Curve of NaN-separated
+    pieces they were one path, which Qt strokes into one outline and fills scan line by
+    scan line over all its edges: 11.1's 255 grid ticks took 77 ms at device pixel ratio
+    2 that way, 1.3 ms as lines (the same pixels)."""
+
+    def __init__(self, qpen: QPen) -> None:
+        super().__init__()
+        self._pen = QPen(qpen)
+        self._lines = np.empty((0, 4))
+        self._data_bounds = QRectF()
+
+    def pen(self) -> QPen:
+        return QPen(self._pen)
+
+    def setPen(self, qpen: QPen) -> None:  # noqa: N802 - Qt naming, for the look's rescale
+        self.prepareGeometryChange()
+        self._pen = QPen(qpen)
+
+    def set_lines(self, x0: Sequence[float] | np.ndarray | float,
+                  y0: Sequence[float] | np.ndarray | float,
+                  x1: Sequence[float] | np.ndarray | float,
+                  y1: Sequence[float] | np.ndarray | float) -> None:
+        """The lines from (x0, y0) to (x1, y1) (arrays, or numbers for all of them);
+        nothing happens when they are the ones shown."""
+        lines = np.column_stack(np.broadcast_arrays(*(np.asarray(v, dtype=float)
+                                                      for v in (x0, y0, x1, y1))))
+        lines = np.ascontiguousarray(lines.reshape(-1, 4))
+        if np.array_equal(lines, self._lines):
+            return
+        self.prepareGeometryChange()
+        self._lines = lines
+        if len(lines):
+            xs, ys = lines[:, 0::2], lines[:, 1::2]
+            self._data_bounds = QRectF(QPointF(xs.min(), ys.min()), QPointF(xs.max(), ys.max()))
+        else:
+            self._data_bounds = QRectF()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
+        # Room for the pen in pixels (Qt adds 2 more to the areas it repaints), as Curve.
+        if not len(self._lines):
+            return QRectF()
+        pad = self._pen.widthF() / 2 + 1
+        transform = self.sceneTransform()
+        dx = pad / (abs(transform.m11()) or 1.0)
+        dy = pad / (abs(transform.m22()) or 1.0)
+        return self._data_bounds.adjusted(-dx, -dy, dx, dy)
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        if len(self._lines):
+            painter.setPen(self._pen)
+            painter.drawLines(shiboken6.wrapInstance(self._lines.ctypes.data, QLineF),
+                              len(self._lines))
+
+
+def lines(plot: pg.PlotItem, qpen: QPen) -> Lines:
+    """A Lines item added to the plot."""
+    item = Lines(qpen)
+    plot.addItem(item)
+    return item
 
 
 class Area(QGraphicsItem):

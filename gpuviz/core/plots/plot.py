@@ -25,6 +25,7 @@ from gpuviz.core.axis import Axis
 from gpuviz.core.plots.cells import CellGrid
 from gpuviz.core.plots.legend import Legend
 from gpuviz.core.plots.look import composite, pixel_size
+from gpuviz.core.plots.markers import Lines
 from gpuviz.core.text import TextLayer
 
 pg.setConfigOptions(antialias=False)
@@ -270,7 +271,7 @@ def _css_pixels(style: dict) -> float:
 
 
 def _scale_pen(item: QGraphicsItem, ratio: float) -> None:
-    if isinstance(item, (QAbstractGraphicsShapeItem, QGraphicsLineItem)):
+    if isinstance(item, (QAbstractGraphicsShapeItem, QGraphicsLineItem, Lines)):
         qpen = item.pen()
         if qpen.style() != Qt.NoPen and qpen.widthF() > 0:
             qpen.setWidthF(qpen.widthF() * ratio)

@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import Dots, curve, pen, plot_widget
+from gpuviz.core.plots import Dots, lines, pen, plot_widget
 from gpuviz.core.text import TextLayer
 from gpuviz.models.quantization import GRID_VALUES
 
@@ -24,15 +24,6 @@ X_LIMITS = (1.25, 2.5, 5.0, 10.5, 13.0)
 DOT_SIZE = 11
 
 
-def _segments(x0: np.ndarray, y0: float, x1: np.ndarray, y1: float
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Straight segments (x0, y0)-(x1, y1) as one NaN-separated path."""
-    n = len(x0)
-    xs = np.column_stack([x0, x1, np.full(n, np.nan)]).ravel()
-    ys = np.column_stack([np.full(n, y0), np.full(n, y1), np.full(n, np.nan)]).ravel()
-    return xs, ys
-
-
 class GridView(FigureView):
     def build(self) -> None:
         for name in ("bits", "alpha", "min_max", "outlier"):
@@ -43,12 +34,12 @@ class GridView(FigureView):
         item.hideAxis("left")
         item.showGrid(x=False, y=False)
         item.setYRange(*Y_RANGE, padding=0)
-        self.lines = curve(item, pen("neutral", 1.5))
-        self.clipped_lines = curve(item, pen("highlight", 2.0))
-        self.value_axis = curve(item, pen("muted", 1.0))
-        self.grid_axis = curve(item, pen("muted", 1.0))
-        self.ticks = curve(item, pen("neutral", 1.5))
-        self.range_marks = curve(item, pen("memory", 2.0, Qt.DashLine))
+        self.lines = lines(item, pen("neutral", 1.5))
+        self.clipped_lines = lines(item, pen("highlight", 2.0))
+        self.value_axis = lines(item, pen("muted", 1.0))
+        self.grid_axis = lines(item, pen("muted", 1.0))
+        self.ticks = lines(item, pen("neutral", 1.5))
+        self.range_marks = lines(item, pen("memory", 2.0, Qt.DashLine))
         brushes = [theme.color("neutral")] * GRID_VALUES + [theme.color("highlight")]
         self.dots = Dots(item, GRID_VALUES + 1, DOT_SIZE, brushes, pen("text", 1.0))
         self.landed = Dots(item, GRID_VALUES + 1, DOT_SIZE, theme.color("compute"),
@@ -77,20 +68,18 @@ class GridView(FigureView):
         if limit != self._limit:
             self._limit = limit
             item.setXRange(-limit, limit, padding=0)
-            self.value_axis.set_data([-limit, limit], [TOP, TOP])
-            self.grid_axis.set_data([-limit, limit], [BOTTOM, BOTTOM])
+            self.value_axis.set_lines(-limit, TOP, limit, TOP)
+            self.grid_axis.set_lines(-limit, BOTTOM, limit, BOTTOM)
             self.value_label.setPos(-limit, TOP)
             self.grid_label.setPos(-limit, BOTTOM - 2 * TICK)
 
         q, step = out.top_code, out.step
         if self.needs_update("grid", (q, step)):
             grid = np.arange(-q, q + 1) * step
-            xs, _ = _segments(grid, 0.0, grid, 0.0)
-            ys = np.tile([BOTTOM - TICK, BOTTOM + TICK, np.nan], len(grid))
-            self.ticks.set_data(xs, ys)
+            self.ticks.set_lines(grid, BOTTOM - TICK, grid, BOTTOM + TICK)
             # From the grid line up past the value line, clear of the code labels below.
-            self.range_marks.set_data([-out.alpha, -out.alpha, np.nan, out.alpha, out.alpha],
-                                      [BOTTOM, MARK_TOP, np.nan, BOTTOM, MARK_TOP])
+            ends = np.array([-out.alpha, out.alpha])
+            self.range_marks.set_lines(ends, BOTTOM, ends, MARK_TOP)
             for label, code in zip(self.code_labels, (-q, 0, q), strict=True):
                 label.setText(f"{code:+d}".replace("-", "−") if code else "0")
                 label.setPos(code * step, BOTTOM - TICK)
@@ -101,10 +90,9 @@ class GridView(FigureView):
 
         clipped = np.abs(out.values) > out.alpha
         if self.needs_update("lines", (out.values.tobytes(), out.quantized.tobytes())):
-            self.lines.set_data(*_segments(out.values[~clipped], TOP, out.quantized[~clipped],
-                                           BOTTOM))
-            self.clipped_lines.set_data(*_segments(out.values[clipped], TOP,
-                                                   out.quantized[clipped], BOTTOM))
+            self.lines.set_lines(out.values[~clipped], TOP, out.quantized[~clipped], BOTTOM)
+            self.clipped_lines.set_lines(out.values[clipped], TOP, out.quantized[clipped],
+                                         BOTTOM)
         n = len(out.values)
         pad = [math.nan] * (GRID_VALUES + 1 - n)
         self.dots.set_points([*out.values, *pad], [TOP] * (GRID_VALUES + 1))
