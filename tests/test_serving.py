@@ -161,6 +161,32 @@ def test_trade_off_curve_covers_every_batch_that_fits():
     assert np.all(np.diff(out.curve.tokens_per_second) > 0)  # more tokens per second
 
 
+def test_axes_move_in_few_steps_beyond_the_batch_that_fits(qapp):
+    """Past the largest batch the bars grow with every notch of the slider; the three
+    axes move in 1-2-5 steps there, not with each notch (each move repainted all three
+    plots)."""
+    from gpuviz import catalog
+    from tests import figure_driver as drive
+
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "12.1")
+    page = drive.build_page(spec)
+    try:
+        view, model = page.view, page.model
+        shown, moves = None, 0
+        for batch in range(model.out.budget.max_batch + 1, 1001, 25):
+            model.set("batch_size", batch)
+            drive.settle()
+            ranges = (view._step_top, view._memory_top, view._trade_range)
+            moves += shown is not None and ranges != shown
+            shown = ranges
+        assert moves <= 5  # of 32 notches (12 with the fine steps)
+        model.set("batch_size", 64)  # fits: the longest bar fills its axis again
+        drive.settle()
+        assert view._step_top[0] in (15.0, 20.0, 30.0, 40.0)
+    finally:
+        page.close()
+
+
 def test_too_big_a_batch_or_model_is_flagged():
     m = decode_model(batch_size=200)
     assert not m.out.fits and m.message()[1]

@@ -31,6 +31,12 @@ MEMORY_PARTS = (("weights", "memory"), ("caches", "memory_light"), ("free", None
                 ("workspace", "neutral"), ("headroom", "idle"))
 
 
+def _axis_steps(out: DecodeBatchOut) -> tuple[float, ...]:
+    """The values an axis's top may take: fine (the longest bar fills its axis) while the
+    batch fits; 1, 2 and 5 beyond it, where the bars grow with every notch of the slider
+    and axes that followed them repainted all three plots on every one."""
+    return FINE_STEPS if out.fits else (1.0, 2.0, 5.0)
+
 class DecodeBatchView(FigureView):
     def build(self) -> None:
         for name in ("batch_size", "preset", "gpu", "context", "cache"):
@@ -113,7 +119,7 @@ class DecodeBatchView(FigureView):
         longest = max(float(out.curve.time.max(initial=0.0)), *rows)
         factor, unit = axis_time_unit(longest * STEP_ROOM)
         scale = 1 / factor
-        top = nice_ceiling(longest * scale * STEP_ROOM, FINE_STEPS)
+        top = nice_ceiling(longest * scale * STEP_ROOM, _axis_steps(out))
         if (top, unit) != self._step_top:
             self._step_top = (top, unit)
             item = self.step_plot.getPlotItem()
@@ -141,7 +147,7 @@ class DecodeBatchView(FigureView):
                  "workspace": budget.workspace, "headroom": budget.headroom}
         gb = [sizes[name] / GB for name, _ in MEMORY_PARTS]
         hbm = budget.hbm / GB
-        top = nice_ceiling(max(sum(gb), hbm) * 1.1, FINE_STEPS)
+        top = nice_ceiling(max(sum(gb), hbm) * 1.1, _axis_steps(out))
         if top != self._memory_top:
             self._memory_top = top
             self.memory_plot.getPlotItem().setXRange(0, top, padding=0)
@@ -165,9 +171,9 @@ class DecodeBatchView(FigureView):
         scale = 1 / factor
         ms = curve_steps.time * scale  # in `unit`
         rate = curve_steps.tokens_per_second
-        x_top = nice_ceiling(longest * scale * 1.15, FINE_STEPS)
+        x_top = nice_ceiling(longest * scale * 1.15, _axis_steps(out))
         y_top = nice_ceiling(max(float(rate.max(initial=0.0)),
-                                 float(step.tokens_per_second[0])) * 1.15, FINE_STEPS)
+                                 float(step.tokens_per_second[0])) * 1.15, _axis_steps(out))
         if (x_top, y_top, unit) != self._trade_range:
             self._trade_range = (x_top, y_top, unit)
             item = self.trade_plot.getPlotItem()
