@@ -134,10 +134,12 @@ class LayoutView(FigureView):
             rects, owners = cells, groups.tolist()
         else:
             rects, owners = group_spans(groups, cells)
+        # The ink that reads on each group's colour, once per group (per GPU it was
+        # 1 ms a change for 256 GPUs).
+        inks = {g: theme.readable_on(theme.series(g)).rgba() for g in set(owners) if g >= 0}
         for ink, grid in self.numbers.items():
             colour = theme.color(ink)
-            mine = np.array([g >= 0 and theme.readable_on(theme.series(g)).rgba()
-                             == colour.rgba() for g in owners], dtype=bool)
+            mine = np.array([g >= 0 and inks[g] == colour.rgba() for g in owners], dtype=bool)
             grid.set_cells(rects[mine].reshape(-1, 4), [None] * int(mine.sum()),
                            texts=[str(g + 1) for g, m in zip(owners, mine, strict=True) if m],
                            text_color=colour)
