@@ -20,6 +20,7 @@ from PySide6.QtGui import (
     QPen,
     QPixmap,
     QPolygonF,
+    QTransform,
 )
 from PySide6.QtWidgets import (
     QGraphicsItem,
@@ -300,17 +301,42 @@ class Area(QGraphicsItem):
             self._bounds = QRectF()
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt naming
-        return self._bounds
+        # A pixel of room: an edge on a pixel's centre lights the pixel past it.
+        if self._bounds.isNull():
+            return self._bounds
+        transform = self.sceneTransform()
+        dx, dy = 1 / (abs(transform.m11()) or 1.0), 1 / (abs(transform.m22()) or 1.0)
+        return self._bounds.adjusted(-dx, -dy, dx, dy)
 
     def paint(self, painter: QPainter, *args: object) -> None:
         painter.setRenderHint(QPainter.Antialiasing, False)
         painter.setPen(Qt.NoPen)
         painter.setBrush(self._fill)
         if len(self._rects):
-            painter.drawRects(shiboken6.wrapInstance(self._rects.ctypes.data, QRectF),
-                              len(self._rects))
+            # In device pixels at the rasterizer's 1/64: the pixels of the path's edges.
+            device = painter.deviceTransform()
+            painter.save()
+            painter.setWorldTransform(device.inverted()[0] * painter.worldTransform())
+            rects = _device_rects(self._rects, device)
+            painter.drawRects(shiboken6.wrapInstance(rects.ctypes.data, QRectF), len(rects))
+            painter.restore()
         for piece in self._slopes:
             painter.drawConvexPolygon(piece)
+
+
+def _device_rects(rects: np.ndarray, device: QTransform) -> np.ndarray:
+    """`rects` (rows of x, y, width, height) in device pixels under `device` (which only
+    scales and translates), normalized, their edges rounded to 1/64 of a pixel as Qt's
+    rasterizer rounds a polygon's: filled so, a rectangle lights the very pixels it lights
+    as a polygon (each pixel whose centre lies past its left or top edge and up to its
+    right or bottom one), where at a hair off a pixel's centre the two differed."""
+    x = device.m11() * rects[:, 0] + device.dx()
+    y = device.m22() * rects[:, 1] + device.dy()
+    x_end = x + device.m11() * rects[:, 2]
+    y_end = y + device.m22() * rects[:, 3]
+    left, right = (np.round(v * 64) / 64 for v in (np.minimum(x, x_end), np.maximum(x, x_end)))
+    top, bottom = (np.round(v * 64) / 64 for v in (np.minimum(y, y_end), np.maximum(y, y_end)))
+    return np.ascontiguousarray(np.column_stack([left, top, right - left, bottom - top]))
 
 
 def curve(plot: pg.PlotItem, qpen: QPen) -> Curve:
