@@ -1,7 +1,7 @@
 """Stand-ins for pyqtgraph items that run Python on every repaint (TextItem,
 ScatterPlotItem, InfiniteLine, PlotDataItem, FillBetweenItem): `text_item`, `Dots`,
-`Segment`, `curve` (a `Curve`), `Lines`, `Area`. Their setters do nothing when nothing changed, so a
-refresh repaints only what moved."""
+`Segment`, `curve` (a `Curve`), `Lines`, `Area`. Their setters do nothing when nothing
+changed, so a refresh repaints only what moved."""
 
 from __future__ import annotations
 
