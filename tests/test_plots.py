@@ -86,6 +86,20 @@ def test_curve_skips_unchanged_data_and_leaves_gaps(qapp):
     widget.close()
 
 
+def _rendered(ratio: float, size: tuple[int, int], transform, draw) -> np.ndarray:  # noqa: ANN001
+    """The pixels `draw(painter)` paints on a clear image of `size` logical pixels at
+    device pixel ratio `ratio`, under `transform`."""
+    image = QImage(int(size[0] * ratio), int(size[1] * ratio),
+                   QImage.Format_ARGB32_Premultiplied)
+    image.setDevicePixelRatio(ratio)
+    image.fill(0)
+    painter = QPainter(image)
+    painter.setTransform(transform)
+    draw(painter)
+    painter.end()
+    return np.frombuffer(image.constBits(), np.uint32).copy()
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.data(), st.sampled_from([1.0, 1.5, 2.0]))
 def test_area_fills_the_pixels_its_outline_path_fills(qapp, data, ratio):
@@ -102,22 +116,18 @@ def test_area_fills_the_pixels_its_outline_path_fills(qapp, data, ratio):
     fill = QColor(200, 100, 0)
 
     def render(draw) -> np.ndarray:  # noqa: ANN001
-        image = QImage(int(1000 * ratio), int(260 * ratio), QImage.Format_ARGB32_Premultiplied)
-        image.setDevicePixelRatio(ratio)
-        image.fill(0)
-        painter = QPainter(image)
-        painter.setTransform(QTransform(37.3, 0, 0, -41.7, 11.2, 230.4))
+        return _rendered(ratio, (1000, 260), QTransform(37.3, 0, 0, -41.7, 11.2, 230.4), draw)
+
+    def filled(painter: QPainter) -> None:
         painter.setPen(Qt.NoPen)
         painter.setBrush(fill)
-        draw(painter)
-        painter.end()
-        return np.frombuffer(image.constBits(), np.uint32).copy()
+        painter.drawPath(outline)
 
     area = Area(fill)
     area.set_data(x, lower, upper)
     outline = pg.arrayToQPath(np.concatenate([x, x[::-1]]), np.concatenate([upper, lower[::-1]]))
     painted = render(area.paint)
-    assert np.array_equal(painted, render(lambda painter: painter.drawPath(outline)))
+    assert np.array_equal(painted, render(filled))
 
     def within_bounds(painter: QPainter) -> None:  # nothing is painted outside them
         painter.setClipRect(area.boundingRect())
@@ -149,14 +159,8 @@ def test_lines_draw_what_a_curve_of_their_pieces_draws(qapp, ratio):
                      np.tile([-0.07, 0.07, np.nan], len(x)))
 
     def render(item) -> np.ndarray:  # noqa: ANN001
-        image = QImage(int(1000 * ratio), int(400 * ratio), QImage.Format_ARGB32_Premultiplied)
-        image.setDevicePixelRatio(ratio)
-        image.fill(0)
-        painter = QPainter(image)
-        painter.setTransform(QTransform(450, 0, 0, -1200, 500, 200))
-        item.paint(painter, QStyleOptionGraphicsItem())
-        painter.end()
-        return np.frombuffer(image.constBits(), np.uint32).copy()
+        return _rendered(ratio, (1000, 400), QTransform(450, 0, 0, -1200, 500, 200),
+                         lambda painter: item.paint(painter, QStyleOptionGraphicsItem()))
 
     assert np.array_equal(render(ticks), render(as_path))
     assert ticks.boundingRect().contains(as_path.path().boundingRect())
