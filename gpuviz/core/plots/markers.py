@@ -131,6 +131,15 @@ class Segment(QGraphicsLineItem):
         return self._bounds
 
 
+def _padded(bounds: QRectF, item: QGraphicsItem, pixels: float) -> QRectF:
+    """`bounds` (data units) with `pixels` screen pixels of room on every side, at the
+    item's current scale (the room pens and pixel edges need, whatever the zoom)."""
+    transform = item.sceneTransform()
+    dx = pixels / (abs(transform.m11()) or 1.0)
+    dy = pixels / (abs(transform.m22()) or 1.0)
+    return bounds.adjusted(-dx, -dy, dx, dy)
+
+
 class Curve(QGraphicsPathItem):
     """A line through (x, y) points in data coordinates, painted by Qt alone.
 
@@ -175,10 +184,7 @@ class Curve(QGraphicsPathItem):
         # hundreds of pixels wide) and strokes the path to find it: pad in pixels.
         if not self._pad:
             return self._data_bounds
-        transform = self.sceneTransform()
-        dx = self._pad / (abs(transform.m11()) or 1.0)
-        dy = self._pad / (abs(transform.m22()) or 1.0)
-        return self._data_bounds.adjusted(-dx, -dy, dx, dy)
+        return _padded(self._data_bounds, self, self._pad)
 
     def shape(self) -> QPainterPath:
         return self.path()
@@ -228,11 +234,7 @@ class Lines(QGraphicsItem):
         # Room for the pen in pixels (Qt adds 2 more to the areas it repaints), as Curve.
         if not len(self._lines):
             return QRectF()
-        pad = self._pen.widthF() / 2 + 1
-        transform = self.sceneTransform()
-        dx = pad / (abs(transform.m11()) or 1.0)
-        dy = pad / (abs(transform.m22()) or 1.0)
-        return self._data_bounds.adjusted(-dx, -dy, dx, dy)
+        return _padded(self._data_bounds, self, self._pen.widthF() / 2 + 1)
 
     def paint(self, painter: QPainter, *args: object) -> None:
         if len(self._lines):
@@ -304,9 +306,7 @@ class Area(QGraphicsItem):
         # A pixel of room: an edge on a pixel's centre lights the pixel past it.
         if self._bounds.isNull():
             return self._bounds
-        transform = self.sceneTransform()
-        dx, dy = 1 / (abs(transform.m11()) or 1.0), 1 / (abs(transform.m22()) or 1.0)
-        return self._bounds.adjusted(-dx, -dy, dx, dy)
+        return _padded(self._bounds, self, 1.0)
 
     def paint(self, painter: QPainter, *args: object) -> None:
         painter.setRenderHint(QPainter.Antialiasing, False)

@@ -37,6 +37,7 @@ def _axis_steps(out: DecodeBatchOut) -> tuple[float, ...]:
     and axes that followed them repainted all three plots on every one."""
     return FINE_STEPS if out.fits else (1.0, 2.0, 5.0)
 
+
 class DecodeBatchView(FigureView):
     def build(self) -> None:
         for name in ("batch_size", "preset", "gpu", "context", "cache"):
