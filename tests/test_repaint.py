@@ -111,22 +111,62 @@ def test_choice_buttons_stay_put_while_a_count_on_them_keeps_its_digits(themed):
     page.close()
 
 
-def test_only_the_checked_choice_button_has_a_style_sheet(themed):
-    """A button under a style sheet is drawn by Qt's style sheet style, which takes no
-    panel from Fusion's pixmap cache: 1.1's unchecked level buttons were drawn anew on
-    every change of their counts. Only the checked one carries the sheet, after a click
-    too."""
+def test_a_checked_choice_button_paints_as_its_style_sheet_did(themed):
+    """Choice buttons carry no style sheet (setting one on each choice restyled the button
+    and repainted the page's caption too); the checked one paints the pixels the sheet
+    `QPushButton:checked {background-color; color; border: 1px solid}` gave, and the row
+    stays one height."""
+    from PySide6.QtWidgets import QPushButton
+
+    from gpuviz import theme
+
     spec = next(spec for spec in catalog.all_figures() if spec.number == "1.1")
     _, page = _page(spec, themed)
     levels = page.view.levels
-    assert not levels.styleSheet()
+    selected = theme.color("compute")
+    sheet = (f"QPushButton:checked {{ background-color: {selected.name()}; "
+             f"color: {theme.readable_on(selected).name()}; "
+             f"border: 1px solid {selected.name()}; }}")
     for clicked in list(levels.buttons.values())[:2]:
         clicked.click()
         themed.processEvents()
-        assert [bool(b.styleSheet()) for b in levels.buttons.values()] == [
+        assert not any(b.styleSheet() for b in [levels, *levels.buttons.values()])
+        assert [b.isChecked() for b in levels.buttons.values()] == [
             b is clicked for b in levels.buttons.values()]
-        # The sheet's border is thinner than Fusion's panel: the row stays one height.
+        styled = QPushButton(clicked.text())
+        styled.setCheckable(True)
+        styled.setChecked(True)
+        styled.setStyleSheet(sheet)
+        styled.setFont(clicked.font())
+        styled.setFixedSize(clicked.size())
+        assert (styled.grab().toImage().convertToFormat(QImage.Format_RGB32)
+                == clicked.grab().toImage().convertToFormat(QImage.Format_RGB32))
         assert len({b.geometry().height() for b in levels.buttons.values()}) == 1
+    page.close()
+
+
+def test_a_choice_repaints_its_buttons_not_the_page(themed):
+    """13.1's case buttons: a click repaints the buttons, the plot and the readouts that
+    changed, never the page beneath them (its caption)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "13.1")
+    _, page = _page(spec, themed)
+
+    class Painted(QObject):
+        count = 0
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+            self.count += event.type() == QEvent.Paint
+            return False
+
+    painted = Painted()
+    for widget in (page, page.caption):
+        widget.installEventFilter(painted)
+    for button in page.view.cases.buttons.values():
+        button.click()
+        themed.processEvents()
+    assert painted.count == 0
     page.close()
 
 

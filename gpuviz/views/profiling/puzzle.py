@@ -122,6 +122,4 @@ def _uncheck_all(choices: ChoiceButtons) -> None:
     for button in choices.buttons.values():
         with QSignalBlocker(button):
             button.setChecked(False)
-        if button.styleSheet():
-            button.setStyleSheet("")
     choices.group.setExclusive(True)
