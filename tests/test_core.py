@@ -431,6 +431,54 @@ def test_placed_labels_are_costed_together_as_one_by_one(qapp):
     assert together[0][1][1] > together[0][1][0] + 0.2 - 1e-9  # rank, then sliding inside
 
 
+def _segment_meets_rect(segment: tuple, rect: tuple) -> bool:
+    """Brute reference: an end inside the rectangle, or the segment crossing one of its
+    four edges (orientation tests, touching counts)."""
+    x0, y0, x1, y1 = segment
+    left, top, right, bottom = rect
+    if any(left <= x <= right and top <= y <= bottom for x, y in ((x0, y0), (x1, y1))):
+        return True
+
+    def side(ax, ay, bx, by, cx, cy):  # noqa: ANN001, ANN202
+        value = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+        return (value > 0) - (value < 0)
+
+    def on(ax, ay, bx, by, cx, cy):  # noqa: ANN001, ANN202 - c on segment a-b, collinear
+        return min(ax, bx) <= cx <= max(ax, bx) and min(ay, by) <= cy <= max(ay, by)
+
+    corners = [(left, top), (right, top), (right, bottom), (left, bottom)]
+    for (ax, ay), (bx, by) in zip(corners, corners[1:] + corners[:1], strict=True):
+        d1, d2 = side(ax, ay, bx, by, x0, y0), side(ax, ay, bx, by, x1, y1)
+        d3, d4 = side(x0, y0, x1, y1, ax, ay), side(x0, y0, x1, y1, bx, by)
+        if d1 * d2 < 0 and d3 * d4 < 0:
+            return True
+        if ((d1 == 0 and on(ax, ay, bx, by, x0, y0)) or (d2 == 0 and on(ax, ay, bx, by, x1, y1))
+                or (d3 == 0 and on(x0, y0, x1, y1, ax, ay))
+                or (d4 == 0 and on(x0, y0, x1, y1, bx, by))):
+            return True
+    return False
+
+
+_COORD = st.integers(-4, 14)
+
+
+@given(st.lists(st.tuples(_COORD, _COORD, _COORD, _COORD), max_size=6),
+       st.lists(st.tuples(st.integers(0, 10), st.integers(0, 10), st.integers(0, 4),
+                          st.integers(0, 4)), max_size=6))
+def test_label_placement_finds_the_lines_crossing_a_label(segments, boxes):
+    """_segments_cross (every segment against every rectangle at once) agrees with a
+    brute test pair by pair: vertical, horizontal and point segments, touching edges and
+    rectangles of no width included."""
+    import numpy as np
+
+    from gpuviz.core.text import _segments_cross
+
+    rects = [(x, y, x + w, y + h) for x, y, w, h in boxes]
+    found = _segments_cross(np.array(segments, dtype=float).reshape(-1, 4),
+                            np.array(rects, dtype=float).reshape(-1, 4))
+    assert found.tolist() == [[_segment_meets_rect(s, r) for r in rects] for s in segments]
+
+
 def _close(color, target) -> bool:  # noqa: ANN001
     return (abs(color.red() - target.red()) + abs(color.green() - target.green())
             + abs(color.blue() - target.blue())) < 60

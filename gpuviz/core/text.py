@@ -469,21 +469,19 @@ def place_pending_labels() -> None:
 
 def _segments_cross(segments: np.ndarray, rects: np.ndarray) -> np.ndarray:
     """(S, C) booleans: does segment s (x0, y0, x1, y1) cross rectangle c (left, top,
-    right, bottom)? Liang-Barsky clipping, all pairs at once; pixels in, no Qt."""
+    right, bottom)? Liang-Barsky clipping, all pairs and the four edges at once (a few
+    numpy calls: the arrays are small, the calls were the cost); pixels in, no Qt."""
     x0, y0 = segments[:, 0:1], segments[:, 1:2]
     dx, dy = segments[:, 2:3] - x0, segments[:, 3:4] - y0
-    left, top, right, bottom = (rects[None, :, i] for i in range(4))
-    low = np.zeros((segments.shape[0], rects.shape[0]))
-    high = np.ones_like(low)
-    inside = np.ones(low.shape, dtype=bool)
+    p = np.stack([-dx, dx, -dy, dy])  # (4, S, 1): along the segment, per edge
+    q = np.stack([x0 - rects[None, :, 0], rects[None, :, 2] - x0,
+                  y0 - rects[None, :, 1], rects[None, :, 3] - y0])  # (4, S, C)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
-            p = np.broadcast_to(p, low.shape)
-            q = np.broadcast_to(q, low.shape)
-            inside &= ~((p == 0) & (q < 0))
-            t = q / p
-            low = np.where(p < 0, np.maximum(low, t), low)
-            high = np.where(p > 0, np.minimum(high, t), high)
+        t = q / p
+    # Parallel to an edge and outside it: no crossing.
+    inside = ~((p == 0) & (q < 0)).any(axis=0)
+    low = np.where(p < 0, t, 0.0).max(axis=0)  # enters the rectangle at the latest edge
+    high = np.where(p > 0, t, 1.0).min(axis=0)  # leaves it at the earliest
     return inside & (low <= high)
 
 
