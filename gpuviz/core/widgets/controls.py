@@ -220,7 +220,7 @@ class ChoiceButton(QPushButton):
 
     Not by a style sheet: setting or clearing a button's sheet on every choice restyled it
     and repainted the page's caption as well (13.1's case buttons at ratio 2: a p95 of
-    5.3 ms, 3.9 without); the pixels are those the sheet
+    5.4 ms, 4.0 painted so); the pixels are those the sheet
     `QPushButton:checked { background-color; color; border: 1px solid }` gave, at every
     look and ratio. An unchecked button is Fusion's, drawn from its pixmap cache. A checked
     one with the keyboard focus gets a ring in its text colour (the sheet showed none)."""
