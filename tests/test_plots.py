@@ -303,6 +303,67 @@ def test_hatched_cells_are_the_pixels_of_a_fill_with_the_hatch_brush(qapp, ratio
     assert drawn == expected
 
 
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+@pytest.mark.parametrize("width", [1.0, 1.5, 2.25, 3.0])
+def test_solid_outlines_are_the_pixels_of_the_stroked_pen_but_for_square_corners(
+        qapp, ratio, width):
+    """CellGrid draws solid outlines as filled bands (Qt strokes a pen wider than a
+    device pixel rect by rect, slowly); the pixels must be the cosmetic pen's, cells at
+    fractional positions included, except at the corners, which the pen bevels and the
+    bands fill (pixels of the outline's colour, never fewer)."""
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QColor, QPen, QTransform
+
+    from gpuviz import theme
+    from gpuviz.core.plots import CellGrid
+
+    theme.apply("dark", qapp)
+    ink = QColor("#ff2000")
+    rects = np.array([[3.31 + 41.7 * i, 2.63 + 23.47 * j, 37.15 + i / 3, 19.71 - j / 7]
+                      for i in range(6) for j in range(3)])
+    transform = QTransform(1.5, 0, 0, -2.0, 4.25, 160.5)
+
+    def canvas() -> QImage:
+        image = QImage(int(400 * ratio), int(200 * ratio), QImage.Format_RGB32)
+        image.setDevicePixelRatio(ratio)
+        image.fill(0xFF202020)
+        return image
+
+    grid = CellGrid()
+    grid.set_cells(rects, [None] * len(rects), outlines=[ink] * len(rects))
+    grid._outline_width = width  # device pixels, whatever the look
+    drawn = canvas()
+    painter = QPainter(drawn)
+    painter.setTransform(transform)
+    grid.paint(painter)
+    painter.end()
+
+    expected = canvas()
+    painter = QPainter(expected)
+    painter.setTransform(transform)
+    stroke = QPen(ink)
+    stroke.setCosmetic(True)
+    stroke.setWidthF(width)
+    painter.setPen(stroke)
+    painter.setBrush(Qt.NoBrush)
+    painter.drawRects([QRectF(*rect) for rect in rects])
+    painter.end()
+
+    def pixels(image: QImage) -> np.ndarray:
+        bits = np.frombuffer(image.constBits(), np.uint32)
+        return bits.reshape(image.height(), -1)[:, :image.width()] == ink.rgb()
+
+    ours, theirs = pixels(drawn), pixels(expected)
+    assert not (theirs & ~ours).any()  # every pixel of the pen
+    # and more only at corners: within the pen's width of a vertical and a horizontal edge
+    ys, xs = np.nonzero(ours & ~theirs)
+    device = np.array([transform.mapRect(QRectF(*rect)).getCoords() for rect in rects]) * ratio
+    near_x = np.abs(xs[:, None, None] + 0.5 - device[None, :, [0, 2]]) < width
+    near_y = np.abs(ys[:, None, None] + 0.5 - device[None, :, [1, 3]]) < width
+    at_corner = (near_x.any(axis=2) & near_y.any(axis=2)).any(axis=1)
+    assert at_corner.all()
+
+
 def test_a_hatched_cell_far_wider_than_the_view_is_hatched_where_it_shows(qapp):
     """A typed number can make a bar 10^12 pixels long (13.3 at an MFU of 10^11 %): the
     hatching is cut to the device, not drawn from a sheet of that size (it once crashed

@@ -300,14 +300,17 @@ class CellGrid(pg.GraphicsObject):
             painter.drawRects(*_rect_array(rects))
         if self._hatch_groups:
             self._paint_hatches(painter)
-        painter.setBrush(Qt.NoBrush)
-        for outline, rects in self._outline_groups:
-            qpen = QPen(outline)
-            qpen.setCosmetic(True)
-            qpen.setWidthF(self._outline_width)
-            qpen.setStyle(self._outline_style)
-            painter.setPen(qpen)
-            painter.drawRects(*_rect_array(rects))
+        if self._outline_groups and self._outline_style == Qt.SolidLine:
+            self._paint_outline_bands(painter)
+        elif self._outline_groups:
+            painter.setBrush(Qt.NoBrush)
+            for outline, rects in self._outline_groups:
+                qpen = QPen(outline)
+                qpen.setCosmetic(True)
+                qpen.setWidthF(self._outline_width)
+                qpen.setStyle(self._outline_style)
+                painter.setPen(qpen)
+                painter.drawRects(*_rect_array(rects))
         if not self._text_list and not self._multiline:
             return
         # Text is drawn in device pixels so it keeps its size whatever the zoom. The view
@@ -348,6 +351,42 @@ class CellGrid(pg.GraphicsObject):
         for rect, text, color in self._multiline:  # in the ink that reads on their fill
             painter.setPen(color)
             painter.drawText(t.mapRect(rect), Qt.AlignCenter, text)
+        painter.restore()
+
+    def _paint_outline_bands(self, painter: QPainter) -> None:
+        """Solid outlines as four filled bands per cell, centred on its edges and as wide
+        as the cosmetic pen (device pixels): a pen wider than one device pixel goes
+        through Qt's stroker, rect by rect (9.2's 512 outlined boxes at ratio 2: 2.1 ms
+        stroked, 0.8 ms as bands). The edges are rounded to 1/64 device pixel, as Qt's
+        rasterizer rounds a stroke's, so the bands cover the stroke's pixels, but for
+        square corners where the stroke bevels them and, on an edge half way between two
+        pixels, now and then a row of device pixels more."""
+        t = painter.transform()
+        ratio = painter.device().devicePixelRatio()
+        width = self._outline_width / ratio  # logical px: the transform is reset below
+        half = width / 2
+        painter.save()
+        painter.resetTransform()
+        painter.setPen(Qt.NoPen)
+        for outline, cells in self._outline_groups:
+            x = t.m11() * np.column_stack([cells[:, 0], cells[:, 0] + cells[:, 2]]) + t.dx()
+            y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
+            x.sort(axis=1)
+            y.sort(axis=1)
+            (left, right), (top, bottom) = x.T, y.T
+            # Each band as its left, top, right and bottom edges, then rounded.
+            bands = np.empty((4 * len(cells), 4))
+            bands[0::4] = np.column_stack([left - half, top - half, right + half, top + half])
+            bands[1::4] = np.column_stack([left - half, bottom - half, right + half,
+                                           bottom + half])
+            bands[2::4] = np.column_stack([left - half, top + half, left + half,
+                                           np.maximum(bottom - half, top + half)])
+            bands[3::4] = np.column_stack([right - half, top + half, right + half,
+                                           np.maximum(bottom - half, top + half)])
+            bands = np.round(bands * (64 * ratio)) / (64 * ratio)
+            bands[:, 2:] -= bands[:, :2]  # width and height
+            painter.setBrush(outline)
+            painter.drawRects(*_rect_array(bands))
         painter.restore()
 
     def _paint_hatches(self, painter: QPainter) -> None:
