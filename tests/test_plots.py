@@ -364,6 +364,68 @@ def test_solid_outlines_are_the_pixels_of_the_stroked_pen_but_for_square_corners
     assert at_corner.all()
 
 
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+def test_grid_lines_are_the_pixels_of_the_cosmetic_pen(qapp, ratio):
+    """The grid is filled as rectangles (a one-pixel pen is drawn pixel by pixel): the
+    pixels must be the pen's, but for at most one device pixel at either end of a line
+    (where the pen's end falls half way between two pixel centres)."""
+    from PySide6.QtCore import QLineF, QRectF
+    from PySide6.QtGui import QPen
+
+    from gpuviz import theme
+
+    theme.apply("dark", qapp)
+    widget = plot_widget("Time", "Value")
+    widget.resize(640, 360)
+    widget.show()
+    item = widget.getPlotItem()
+    item.setXRange(0.3, 17.9, padding=0)
+    item.setYRange(-2.1, 7.7, padding=0)
+    qapp.processEvents()
+
+    def canvas() -> QImage:
+        image = QImage(int(640 * ratio), int(360 * ratio), QImage.Format_RGB32)
+        image.setDevicePixelRatio(ratio)
+        image.fill(0xFF000000)
+        return image
+
+    drawn = canvas()
+    painter = QPainter(drawn)
+    painter.translate(17.5, 3.25)  # as a viewport painted at its place in the window
+    widget.drawBackground(painter, QRectF(0, 0, 640, 360))
+    painter.end()
+
+    expected = canvas()
+    painter = QPainter(expected)
+    painter.translate(17.5, 3.25)
+    painter.fillRect(QRectF(0, 0, 640, 360), widget.backgroundBrush())
+    box = item.getViewBox()
+    ranges = dict(zip(("bottom", "left"), box.viewRange(), strict=True))
+    colours = {colour.rgb() for colour, _ in widget._grid[1]}
+    assert len(colours) == 1 and sum(len(rects) for _, rects in widget._grid[1]) >= 8
+    painter.setPen(QPen(widget._grid[1][0][0], 0))
+    for name in ("bottom", "left"):
+        ends = widget._grid_lines(name, ranges[name], box, box.sceneBoundingRect())
+        painter.drawLines([QLineF(*row) for row in ends.tolist()])
+    painter.end()
+
+    def pixels(image: QImage) -> np.ndarray:
+        bits = np.frombuffer(image.constBits(), np.uint32)
+        return bits.reshape(image.height(), -1)[:, :image.width()].copy()
+
+    ours, theirs = pixels(drawn), pixels(expected)
+    differ = np.argwhere(ours != theirs)
+    # every differing pixel is the end of a line: a pixel of the grid colour beside it
+    # along one axis only, none on the other side
+    grid = pixels(expected) == next(iter(colours)) | 0xFF000000
+    assert len(differ) <= 2 * sum(len(rects) for _, rects in widget._grid[1])
+    for y, x in differ.tolist():
+        vertical = grid[max(y - 1, 0), x] or grid[min(y + 1, grid.shape[0] - 1), x]
+        horizontal = grid[y, max(x - 1, 0)] or grid[y, min(x + 1, grid.shape[1] - 1)]
+        assert vertical or horizontal
+    widget.close()
+
+
 def test_a_hatched_cell_far_wider_than_the_view_is_hatched_where_it_shows(qapp):
     """A typed number can make a bar 10^12 pixels long (13.3 at an MFU of 10^11 %): the
     hatching is cut to the device, not drawn from a sheet of that size (it once crashed

@@ -297,7 +297,7 @@ class CellGrid(pg.GraphicsObject):
         painter.setPen(Qt.NoPen)
         for fill, rects in self._fill_groups:
             painter.setBrush(fill)
-            painter.drawRects(*_rect_array(rects))
+            painter.drawRects(*rect_array(rects))
         if self._hatch_groups:
             self._paint_hatches(painter)
         if self._outline_groups and self._outline_style == Qt.SolidLine:
@@ -310,7 +310,7 @@ class CellGrid(pg.GraphicsObject):
                 qpen.setWidthF(self._outline_width)
                 qpen.setStyle(self._outline_style)
                 painter.setPen(qpen)
-                painter.drawRects(*_rect_array(rects))
+                painter.drawRects(*rect_array(rects))
         if not self._text_list and not self._multiline:
             return
         # Text is drawn in device pixels so it keeps its size whatever the zoom. The view
@@ -386,7 +386,7 @@ class CellGrid(pg.GraphicsObject):
             bands = np.round(bands * (64 * ratio)) / (64 * ratio)
             bands[:, 2:] -= bands[:, :2]  # width and height
             painter.setBrush(outline)
-            painter.drawRects(*_rect_array(bands))
+            painter.drawRects(*rect_array(bands))
         painter.restore()
 
     def _paint_hatches(self, painter: QPainter) -> None:
@@ -520,7 +520,7 @@ def _group(array: np.ndarray, keys: np.ndarray, colors: Sequence[QColor | None]
             if unique[index] != -1]
 
 
-def _rect_array(rects: np.ndarray) -> tuple[QRectF, int]:
+def rect_array(rects: np.ndarray) -> tuple[QRectF, int]:
     """drawRects' arguments for rows of x, y, width, height (contiguous float64, the layout
     of QRectF): the first rectangle, read in place, and the count."""
     return shiboken6.wrapInstance(rects.ctypes.data, QRectF), len(rects)
