@@ -426,6 +426,37 @@ def test_grid_lines_are_the_pixels_of_the_cosmetic_pen(qapp, ratio):
     widget.close()
 
 
+def test_device_ratio_is_the_device_scale_whatever_the_painter_transform(qapp):
+    """Outline bands and grid lines are as wide as a device pixel: the ratio must be the
+    image's in an export at another scale, where the device is the widget (ratio 1) and a
+    plot's painter scales by its view."""
+    from PySide6.QtWidgets import QWidget
+
+    from gpuviz.core.plots.look import device_ratio
+    from gpuviz.export import render_image
+
+    image = QImage(40, 40, QImage.Format_RGB32)
+    image.setDevicePixelRatio(2.0)
+    painter = QPainter(image)
+    painter.scale(3.0, -1.5)
+    assert device_ratio(painter) == pytest.approx(2.0)
+    painter.end()
+
+    seen = []
+
+    class Probe(QWidget):
+        def paintEvent(self, event: object) -> None:  # noqa: N802
+            painter = QPainter(self)
+            painter.scale(16.8, 9.6)
+            seen.append(device_ratio(painter))
+            painter.end()
+
+    probe = Probe()
+    probe.resize(50, 30)
+    render_image(probe, 2.0)
+    assert seen == [pytest.approx(2.0)]
+
+
 def test_a_hatched_cell_far_wider_than_the_view_is_hatched_where_it_shows(qapp):
     """A typed number can make a bar 10^12 pixels long (13.3 at an MFU of 10^11 %): the
     hatching is cut to the device, not drawn from a sheet of that size (it once crashed

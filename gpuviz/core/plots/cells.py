@@ -13,7 +13,13 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText
 
 from gpuviz import theme
-from gpuviz.core.plots.look import composite, hatch_brush, hatch_sheet, pixel_size
+from gpuviz.core.plots.look import (
+    composite,
+    device_ratio,
+    hatch_brush,
+    hatch_sheet,
+    pixel_size,
+)
 from gpuviz.core.text import laid_out
 
 SMALL = 128  # cells: up to this many, colours are grouped in Python (numpy is ahead past ~200)
@@ -362,7 +368,7 @@ class CellGrid(pg.GraphicsObject):
         square corners where the stroke bevels them and, on an edge half way between two
         pixels, now and then a row of device pixels more."""
         t = painter.transform()
-        ratio = painter.device().devicePixelRatio()
+        ratio = device_ratio(painter)
         width = self._outline_width / ratio  # logical px: the transform is reset below
         half = width / 2
         painter.save()

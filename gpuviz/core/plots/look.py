@@ -159,6 +159,14 @@ def _tile(size: int, ratio: float) -> QPixmap:
     return pixmap
 
 
+def device_ratio(painter: QPainter) -> float:
+    """Device pixels per pixel where `painter` paints: the device's ratio, or the scale of
+    a render() into an image of another ratio (the device is then the widget, at its own
+    ratio): the device transform over the painter's own."""
+    world = abs(painter.transform().m11())
+    return abs(painter.deviceTransform().m11()) / world if world else 1.0
+
+
 def composite(fill: QColor | None, under: QColor) -> QColor:
     """What a translucent fill looks like over `under` (the background when None)."""
     if fill is None:

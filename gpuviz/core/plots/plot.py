@@ -25,7 +25,7 @@ from gpuviz import theme
 from gpuviz.core.axis import Axis
 from gpuviz.core.plots.cells import CellGrid, rect_array
 from gpuviz.core.plots.legend import Legend
-from gpuviz.core.plots.look import composite, pixel_size
+from gpuviz.core.plots.look import composite, device_ratio, pixel_size
 from gpuviz.core.plots.markers import Lines
 from gpuviz.core.text import TextLayer
 
@@ -122,7 +122,7 @@ class GridPlotWidget(pg.PlotWidget):
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802
         painter.fillRect(rect, self.backgroundBrush())
-        ratio = painter.device().devicePixelRatio()
+        ratio = device_ratio(painter)
         if self._grid is None or self._grid[0] != ratio:
             self._grid = (ratio, self._grid_colours_and_rects(ratio))
         painter.setPen(Qt.NoPen)
