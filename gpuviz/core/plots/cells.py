@@ -402,7 +402,7 @@ class CellGrid(pg.GraphicsObject):
         Qt rounds them, the pattern anchored at the view's top left."""
         t = painter.transform()
         device = painter.device()
-        ratio = device.devicePixelRatio()
+        ratio = device_ratio(painter)  # an export at another scale: the image's
         # Cut to the device: a cell far larger than the view (a bar of 10^11 % that a
         # typed number can ask for) would ask for a hatch sheet of that many pixels.
         # The cut keeps the pattern's phase, which comes from device positions.
