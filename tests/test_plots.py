@@ -252,6 +252,30 @@ def test_hatch_brush_is_drawn_at_the_device_pixel_ratio_with_an_opaque_fill_in_i
 
 
 
+def _canvas(ratio: float, width: int = 400, height: int = 200) -> QImage:
+    """A dark image of `width` x `height` pixels at device pixel ratio `ratio`."""
+    image = QImage(int(width * ratio), int(height * ratio), QImage.Format_RGB32)
+    image.setDevicePixelRatio(ratio)
+    image.fill(0xFF202020)
+    return image
+
+
+def _painted(grid, ratio: float, transform) -> QImage:  # noqa: ANN001
+    """`grid` (a CellGrid) painted on a canvas through `transform` (a view's)."""
+    image = _canvas(ratio)
+    painter = QPainter(image)
+    painter.setTransform(transform)
+    grid.paint(painter)
+    painter.end()
+    return image
+
+
+def _pixels(image: QImage) -> np.ndarray:
+    """The image's pixels as 32-bit words, row by row."""
+    bits = np.frombuffer(image.constBits(), np.uint32)
+    return bits.reshape(image.height(), -1)[:, :image.width()].copy()
+
+
 @pytest.mark.parametrize("ratio", [1.0, 2.0])
 @pytest.mark.parametrize("alpha", [255, 100])
 def test_hatched_cells_are_the_pixels_of_a_fill_with_the_hatch_brush(qapp, ratio, alpha):
@@ -272,21 +296,11 @@ def test_hatched_cells_are_the_pixels_of_a_fill_with_the_hatch_brush(qapp, ratio
     # A view scaling data by (1.5, -2) and moving it, as a plot's does.
     transform = QTransform(1.5, 0, 0, -2.0, 4.25, 160.5)
 
-    def canvas() -> QImage:
-        image = QImage(int(400 * ratio), int(200 * ratio), QImage.Format_RGB32)
-        image.setDevicePixelRatio(ratio)
-        image.fill(0xFF202020)
-        return image
-
     grid = CellGrid()
     grid.set_cells(rects, [fill] * len(rects), hatch=[True] * len(rects))
-    drawn = canvas()
-    painter = QPainter(drawn)
-    painter.setTransform(transform)
-    grid.paint(painter)
-    painter.end()
+    drawn = _painted(grid, ratio, transform)
 
-    expected = canvas()
+    expected = _canvas(ratio)
     painter = QPainter(expected)
     painter.setTransform(transform)
     if alpha != 255:  # an opaque fill is in the hatch brush; a translucent one goes first
@@ -323,22 +337,12 @@ def test_solid_outlines_are_the_pixels_of_the_stroked_pen_but_for_square_corners
                       for i in range(6) for j in range(3)])
     transform = QTransform(1.5, 0, 0, -2.0, 4.25, 160.5)
 
-    def canvas() -> QImage:
-        image = QImage(int(400 * ratio), int(200 * ratio), QImage.Format_RGB32)
-        image.setDevicePixelRatio(ratio)
-        image.fill(0xFF202020)
-        return image
-
     grid = CellGrid()
     grid.set_cells(rects, [None] * len(rects), outlines=[ink] * len(rects))
     grid._outline_width = width  # device pixels, whatever the look
-    drawn = canvas()
-    painter = QPainter(drawn)
-    painter.setTransform(transform)
-    grid.paint(painter)
-    painter.end()
+    drawn = _painted(grid, ratio, transform)
 
-    expected = canvas()
+    expected = _canvas(ratio)
     painter = QPainter(expected)
     painter.setTransform(transform)
     stroke = QPen(ink)
@@ -349,11 +353,7 @@ def test_solid_outlines_are_the_pixels_of_the_stroked_pen_but_for_square_corners
     painter.drawRects([QRectF(*rect) for rect in rects])
     painter.end()
 
-    def pixels(image: QImage) -> np.ndarray:
-        bits = np.frombuffer(image.constBits(), np.uint32)
-        return bits.reshape(image.height(), -1)[:, :image.width()] == ink.rgb()
-
-    ours, theirs = pixels(drawn), pixels(expected)
+    ours, theirs = _pixels(drawn) == ink.rgb(), _pixels(expected) == ink.rgb()
     assert not (theirs & ~ours).any()  # every pixel of the pen
     # and more only at corners: within the pen's width of a vertical and a horizontal edge
     ys, xs = np.nonzero(ours & ~theirs)
@@ -383,19 +383,13 @@ def test_grid_lines_are_the_pixels_of_the_cosmetic_pen(qapp, ratio):
     item.setYRange(-2.1, 7.7, padding=0)
     qapp.processEvents()
 
-    def canvas() -> QImage:
-        image = QImage(int(640 * ratio), int(360 * ratio), QImage.Format_RGB32)
-        image.setDevicePixelRatio(ratio)
-        image.fill(0xFF000000)
-        return image
-
-    drawn = canvas()
+    drawn = _canvas(ratio, 640, 360)
     painter = QPainter(drawn)
     painter.translate(17.5, 3.25)  # as a viewport painted at its place in the window
     widget.drawBackground(painter, QRectF(0, 0, 640, 360))
     painter.end()
 
-    expected = canvas()
+    expected = _canvas(ratio, 640, 360)
     painter = QPainter(expected)
     painter.translate(17.5, 3.25)
     painter.fillRect(QRectF(0, 0, 640, 360), widget.backgroundBrush())
@@ -409,15 +403,11 @@ def test_grid_lines_are_the_pixels_of_the_cosmetic_pen(qapp, ratio):
         painter.drawLines([QLineF(*row) for row in ends.tolist()])
     painter.end()
 
-    def pixels(image: QImage) -> np.ndarray:
-        bits = np.frombuffer(image.constBits(), np.uint32)
-        return bits.reshape(image.height(), -1)[:, :image.width()].copy()
-
-    ours, theirs = pixels(drawn), pixels(expected)
+    ours, theirs = _pixels(drawn), _pixels(expected)
     differ = np.argwhere(ours != theirs)
     # every differing pixel is the end of a line: a pixel of the grid colour beside it
     # along one axis only, none on the other side
-    grid = pixels(expected) == next(iter(colours)) | 0xFF000000
+    grid = theirs == next(iter(colours)) | 0xFF000000
     assert len(differ) <= 2 * sum(len(rects) for _, rects in widget._grid[1])
     for y, x in differ.tolist():
         vertical = grid[max(y - 1, 0), x] or grid[min(y + 1, grid.shape[0] - 1), x]
