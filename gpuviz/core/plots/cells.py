@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText, QTransform
 
 from gpuviz import theme
 from gpuviz.core.plots.look import (
@@ -375,11 +375,7 @@ class CellGrid(pg.GraphicsObject):
         painter.resetTransform()
         painter.setPen(Qt.NoPen)
         for outline, cells in self._outline_groups:
-            x = t.m11() * np.column_stack([cells[:, 0], cells[:, 0] + cells[:, 2]]) + t.dx()
-            y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
-            x.sort(axis=1)
-            y.sort(axis=1)
-            (left, right), (top, bottom) = x.T, y.T
+            left, right, top, bottom = _pixel_edges(t, cells)
             # Each band as its left, top, right and bottom edges, then rounded.
             bands = np.empty((4 * len(cells), 4))
             bands[0::4] = np.column_stack([left - half, top - half, right + half, top + half])
@@ -410,10 +406,9 @@ class CellGrid(pg.GraphicsObject):
         painter.save()
         painter.resetTransform()
         for fill, ink, cells in self._hatch_groups:
-            x = t.m11() * np.column_stack([cells[:, 0], cells[:, 0] + cells[:, 2]]) + t.dx()
-            y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
-            left, right = np.clip(np.floor(np.sort(x, axis=1) * ratio + 0.5), 0, width_px).T
-            top, bottom = np.clip(np.floor(np.sort(y, axis=1) * ratio + 0.5), 0, height_px).T
+            left, right, top, bottom = _pixel_edges(t, cells)
+            left, right = np.clip(np.floor(np.array([left, right]) * ratio + 0.5), 0, width_px)
+            top, bottom = np.clip(np.floor(np.array([top, bottom]) * ratio + 0.5), 0, height_px)
             shown = (right > left) & (bottom > top)
             if not shown.any():
                 continue
@@ -524,6 +519,17 @@ def _group(array: np.ndarray, keys: np.ndarray, colors: Sequence[QColor | None]
     return [(colors[start], np.ascontiguousarray(array[inverse.reshape(-1) == index]))
             for index, start in sorted(enumerate(first.tolist()), key=lambda pair: pair[1])
             if unique[index] != -1]
+
+
+def _pixel_edges(t: QTransform, cells: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Left, right, top and bottom of each cell (rows of x, y, width, height) in the
+    pixels of a painter whose transform was `t` (a view's: it scales and moves), once
+    that transform is reset."""
+    x = t.m11() * np.column_stack([cells[:, 0], cells[:, 0] + cells[:, 2]]) + t.dx()
+    y = t.m22() * np.column_stack([cells[:, 1], cells[:, 1] + cells[:, 3]]) + t.dy()
+    x.sort(axis=1)
+    y.sort(axis=1)
+    return (*x.T, *y.T)
 
 
 def rect_array(rects: np.ndarray) -> tuple[QRectF, int]:

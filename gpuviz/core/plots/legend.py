@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
-from gpuviz.core.plots.look import hatch_brush, hatched_by_default, pixel_size
+from gpuviz.core.plots.look import device_ratio, hatch_brush, hatched_by_default, pixel_size
 from gpuviz.core.text import laid_out
 
 
@@ -198,9 +198,9 @@ class Legend(pg.GraphicsObject):
                     # Saved and restored: at a device pixel ratio of 2 the texture brush
                     # left behind made the raster engine drop the next rows' labels.
                     painter.save()
-                    # The device transform's scale: the item's pixmap cache paints
-                    # through it at ratio 2 (its device reports 1).
-                    painter.setBrush(hatch_brush(style, ratio=painter.deviceTransform().m11()))
+                    # The item's pixmap cache paints at ratio 2 through the device
+                    # transform (its device reports 1): `device_ratio` reads it.
+                    painter.setBrush(hatch_brush(style, ratio=device_ratio(painter)))
                     painter.drawRect(sample)
                     painter.restore()
                 if opts["outline"] is not None:
