@@ -17,11 +17,11 @@ it there; "max ms" is the slowest change, which a p95 does not show).
 --pixels also counts the device pixels repainted per change (Mpx/chg: every widget's
 paint region, in a second, untimed sweep), which load does not change: back a claim
 about speed with it.
-A figure during whose sweep the machine slowed down (the reference workload after it
-took over 1.2 times its fastest time in the run so far, or given by --reference-ms) is
-measured again, up to three times, each time once the reference is back within that (or
-after 30 s; 3 minutes in all), and the run with the fastest reference kept; the output
-names those figures.
+A figure during whose sweep the machine slowed down (the reference workload, taken every
+25 changes and after the sweep, took over 1.2 times its fastest time in the run so far,
+or given by --reference-ms) is measured again, up to three times, each time once the
+reference is back within that (or after 30 s; 3 minutes in all), and the run whose
+slowest reference was the fastest kept; the output names those figures.
 --screens passes each screen the fastest reference of the screens before it.
 Animated figures play for a while under the app clock and report frames per second.
 Cold start is the wall time from spawning a fresh Python process to a painted main window
@@ -35,6 +35,8 @@ SCREENS, each in a fresh process, and prints one table of figures by screens.
 Budgets: p95 <= 8 ms (6 ms on the 1920x1080 projector, so that a slower lecture-hall PC
 keeps 8 ms), >= 60 fps (the clock ticks every 16 ms, so ~62 is the ceiling),
 start-up <= 1.0 s, RSS after visiting every figure < 300 MB and flat after that.
+--screens also judges every p95 scaled to the machine the budgets were set on (its
+reference workload took BUDGET_REFERENCE_MS): p95 x that / the run's fastest reference.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 SWEEP_POINTS = 24
 SLOW_FACTOR, RUNS_WHEN_SLOW = 1.2, 3  # see measure_steadily
+REFERENCE_EVERY = 25  # changes between two takes of the machine's speed in a sweep
 # How long a run waits for the machine to be back at its speed, and all runs of a process
 # together (a machine slow for an hour would otherwise take that long).
 QUIET_WAIT_S, QUIET_WAIT_TOTAL_S = 30.0, 180.0
@@ -65,6 +68,10 @@ PLAY_SECONDS = 1.5
 STARTUP_RUNS = 5
 BUDGET_P95_MS, BUDGET_FPS, BUDGET_STARTUP_S = 8.0, 60.0, 1.0
 BUDGET_RSS_MB = 300.0
+# The reference workload's time on this machine when the budgets were set (issue 29: "on
+# your machine", whose reference then took about 6 ms; its author scaled the times of a
+# machine at 8 ms by 0.75 to compare). --screens also judges each p95 scaled to it.
+BUDGET_REFERENCE_MS = 6.0
 # The screens a learner meets: (name, look, page size, device pixel ratio, p95 budget ms).
 SCREENS = (
     ("1280x800 dark", "dark", "1280x800", 1.0, 8.0),
@@ -184,8 +191,14 @@ def measure_figure(spec, app, size=(1280, 800),  # noqa: ANN001
         cpu_samples.append((time.thread_time() - cpu_start) * 1000)
 
     changes = _changes(page)
-    for change in changes:
+    # The machine's speed is taken during the sweep too (untimed): the host slows it
+    # for seconds at a time, which a reference taken only after the sweep can miss.
+    references = []
+    for index, change in enumerate(changes):
+        if index and index % REFERENCE_EVERY == 0:
+            references.append(reference_ms())
         timed(change)
+    references.append(reference_ms())
     repainted = measure_repainted(page, changes, app) if pixels else None
     model.reset()
     app.processEvents()
@@ -204,23 +217,24 @@ def measure_figure(spec, app, size=(1280, 800),  # noqa: ANN001
             # The slowest change, which a p95 over a hundred changes does not see: 11.1's
             # five changes to 6-8 bits took up to 83 ms while its p95 read 8.4 ms.
             "max_ms": round(max(samples), 2) if samples else None,
-            "samples": len(samples), "fps": fps, "mpx_per_change": repainted}
+            "samples": len(samples), "fps": fps, "mpx_per_change": repainted,
+            # the slowest the machine was during the sweep
+            "reference_ms": max(references)}
 
 
 def measure_steadily(spec, app, size: tuple[int, int], pixels: bool,  # noqa: ANN001
                      baseline_ms: float) -> dict[str, float | None]:
     """measure_figure, again (up to RUNS_WHEN_SLOW runs) when the reference workload
-    right after it took over SLOW_FACTOR times `baseline_ms` (the fastest of the run so
-    far): on a
-    shared virtual machine the host can halve the speed for minutes, which says nothing
-    about the figure. The run with the fastest reference afterwards is kept, and the row
-    tells how many runs there were and that reference."""
+    during or right after its sweep took over SLOW_FACTOR times `baseline_ms` (the fastest
+    of the run so far): on a shared virtual machine the host can halve the speed for
+    seconds or minutes, which says nothing about the figure. The run whose slowest
+    reference was the fastest is kept, and the row tells how many runs there were and
+    that reference."""
     best = None
     for run in range(1, RUNS_WHEN_SLOW + 1):
         if run > 1:
             wait_for_speed(baseline_ms)
         row = measure_figure(spec, app, size, pixels)
-        row["reference_ms"] = reference_ms()
         row["runs"] = run
         if best is None or row["reference_ms"] < best["reference_ms"]:
             best = {**row}
@@ -535,7 +549,23 @@ def measure_screens(figures: str | None) -> int:
     print("ref ms: the reference workload before / after each run (lower is faster); "
           f"! marks a figure over budget ({over} of {len(numbers) * len(runs)}); * one "
           "measured again, the machine having slowed down during its first run")
+    print_scaled_verdict(runs, budgets, fastest)
     return 0
+
+
+def print_scaled_verdict(runs: dict, budgets: dict[str, float], fastest: float) -> None:
+    """The same p95s judged on the machine the budgets were set on: each scaled by
+    BUDGET_REFERENCE_MS over the fastest reference of the whole run (the machine at its
+    quickest, so a figure measured while it was slow keeps its slowness: conservative)."""
+    factor = BUDGET_REFERENCE_MS / fastest
+    print(f"\nscaled to the machine the budgets were set on (reference "
+          f"{BUDGET_REFERENCE_MS:g} ms; this run's fastest {fastest:.2f} ms: p95 x "
+          f"{factor:.2f}), over budget:")
+    for name, run in runs.items():
+        over = [f"{number} {row['p95_ms'] * factor:.2f}"
+                for number, row in run["figures"].items()
+                if row["p95_ms"] is not None and row["p95_ms"] * factor > budgets[name]]
+        print(f"  {name}: {', '.join(over) if over else 'none'}")
 
 
 def main(argv: list[str] | None = None) -> int:
