@@ -23,6 +23,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QApplication, QWidget
 
 from gpuviz import __version__
+from gpuviz.core.plots import markers_drawn_at
 from gpuviz.core.trace import write_trace
 
 SCALES = (1.0, 1.5, 2.0, 3.0, 4.0)
@@ -71,7 +72,8 @@ def render_image(widget: QWidget, scale: float = 1.0) -> QImage:
     image.fill(widget.palette().window().color())
     painter = QPainter(image)
     try:
-        widget.render(painter, QPoint(), QRect(QPoint(), size))
+        with markers_drawn_at(widget, scale):
+            widget.render(painter, QPoint(), QRect(QPoint(), size))
     finally:
         painter.end()
     return image

@@ -447,6 +447,42 @@ def test_device_ratio_is_the_device_scale_whatever_the_painter_transform(qapp):
     assert seen == [pytest.approx(2.0)]
 
 
+def test_markers_in_an_export_at_another_scale_are_drawn_at_its_scale(qapp):
+    """Dots are pixmaps drawn for the screen's ratio: an export at 2x from a ratio-1 screen
+    (Copy image's default) scaled them up, blurred. The export draws them at its scale,
+    the very pixels a ratio-2 screen shows, and the screen's afterwards."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QWidget
+
+    from gpuviz import theme
+    from gpuviz.core.plots import Dots, pen, plot_widget
+    from gpuviz.core.plots.markers import _Dot
+    from gpuviz.export import render_image
+
+    widget = QWidget()  # a page holding the plot, as exports render
+    plot = plot_widget("x", "y")
+    plot.setParent(widget)
+    item = plot.getPlotItem()
+    item.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+    Dots(item, 1, 14, theme.color("memory"), pen("text", 1.5)).set_points([0.5], [0.5])
+    widget.resize(200, 160)
+    plot.resize(200, 160)
+    dot = next(i for i in plot.scene().items() if isinstance(i, _Dot))
+    screen_ratio = qapp.devicePixelRatio()
+
+    exported = render_image(widget, 2.0)
+    assert dot.pixmap().devicePixelRatio() == screen_ratio  # the screen's again
+
+    dot.draw_at(2.0)  # what a ratio-2 screen draws, rendered at 2x
+    expected = _canvas(2.0, 200, 160)
+    painter = QPainter(expected)
+    widget.render(painter, QPoint())
+    painter.end()
+    dot.apply_look()
+    assert (_pixels(exported.convertToFormat(QImage.Format_RGB32)) == _pixels(expected)).all()
+    widget.close()
+
+
 def test_a_hatched_cell_far_wider_than_the_view_is_hatched_where_it_shows(qapp):
     """A typed number can make a bar 10^12 pixels long (13.3 at an MFU of 10^11 %): the
     hatching is cut to the device, not drawn from a sheet of that size (it once crashed

@@ -20,7 +20,17 @@ from gpuviz.core.plots.look import (
     pen,
     untouched,
 )
-from gpuviz.core.plots.markers import Area, Curve, Dots, Lines, Segment, curve, lines, text_item
+from gpuviz.core.plots.markers import (
+    Area,
+    Curve,
+    Dots,
+    Lines,
+    Segment,
+    curve,
+    lines,
+    markers_drawn_at,
+    text_item,
+)
 from gpuviz.core.plots.plot import (
     AXIS_TITLE_POINTS,
     TICK_POINTS,
@@ -37,5 +47,6 @@ __all__ = [
     "UNTOUCHED_ALPHA", "Area", "CellGrid", "Curve", "Dots", "GridPlotWidget", "Legend",
     "Lines", "Segment", "apply_look", "brush", "composite", "curve", "diagram_widget",
     "drawn_texts", "grid_rects", "hatch_brush", "hatched_by_default", "heat_colors", "lines",
-    "opaque_blend", "pen", "plot_widget", "repaint_together", "text_item", "untouched",
+    "markers_drawn_at", "opaque_blend", "pen", "plot_widget", "repaint_together", "text_item",
+    "untouched",
 ]

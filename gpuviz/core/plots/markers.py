@@ -5,7 +5,8 @@ changed, so a refresh repaints only what moved."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pyqtgraph as pg
@@ -27,6 +28,8 @@ from PySide6.QtWidgets import (
     QGraphicsLineItem,
     QGraphicsPathItem,
     QGraphicsPixmapItem,
+    QGraphicsView,
+    QWidget,
 )
 
 from gpuviz import theme
@@ -81,7 +84,8 @@ class Dots:
 
 class _Dot(QGraphicsPixmapItem):
     """One marker of Dots, drawn anew at the look's size, at the screens' device pixel
-    ratio (on a 4K laptop a pixmap drawn at ratio 1 would be scaled up, blurred)."""
+    ratio (on a 4K laptop a pixmap drawn at ratio 1 would be scaled up, blurred), or at
+    an export's (markers_drawn_at)."""
 
     def __init__(self, size: float, outline: QPen, fill: pg.QtGui.QBrush) -> None:
         super().__init__()
@@ -91,13 +95,35 @@ class _Dot(QGraphicsPixmapItem):
         self.apply_look()
 
     def apply_look(self) -> None:
-        scale, ratio = theme.screen_scale(), QGuiApplication.instance().devicePixelRatio()
+        self.draw_at(QGuiApplication.instance().devicePixelRatio())
+
+    def draw_at(self, ratio: float) -> None:
+        """Draw the marker for a device of `ratio` device pixels per pixel."""
+        scale = theme.screen_scale()
         if (scale, ratio) != self._drawn_at:
             self._drawn_at = (scale, ratio)
             size, outline, fill = self._symbol
             image = renderSymbol("o", size * scale, outline, fill, dpr=ratio)
             self.setPixmap(QPixmap.fromImage(image))
             self.setOffset(-image.width() / ratio / 2, -image.height() / ratio / 2)
+
+
+@contextmanager
+def markers_drawn_at(widget: QWidget, ratio: float) -> Iterator[None]:
+    """The markers of the plots in `widget` drawn for a device of `ratio` while the block
+    runs (an export at another scale than the screen's, where a marker drawn for the
+    screen would be scaled up, blurred), then for the screen again."""
+    views = [widget] if isinstance(widget, QGraphicsView) else []
+    views += widget.findChildren(QGraphicsView)
+    dots = [item for view in views if view.scene() is not None
+            for item in view.scene().items() if isinstance(item, _Dot)]
+    for dot in dots:
+        dot.draw_at(ratio)
+    try:
+        yield
+    finally:
+        for dot in dots:
+            dot.apply_look()
 
 
 class Segment(QGraphicsLineItem):
