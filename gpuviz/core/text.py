@@ -426,6 +426,12 @@ class TextLayer(pg.GraphicsObject):
                                           label.text, label.color.rgba(), id(label.font))
         return full
 
+    def drawn(self) -> list[tuple[str, QRectF]]:
+        """Each label painted and its rectangle, in the pixels of the view it was last
+        painted in (for tests)."""
+        return [(text, QRectF(left, top, right - left, bottom - top))
+                for left, top, right, bottom, text, *_ in self._drawn.values()]
+
     def paint(self, painter: QPainter, *args: object) -> None:
         transform = painter.transform()
         self._layout(transform, self._area(transform))

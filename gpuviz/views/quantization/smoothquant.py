@@ -37,28 +37,31 @@ MARKER_ANCHORS = ((0.5, 1.3), (-0.1, 1.1), (1.1, 1.1), (-0.15, 0.5), (1.15, 0.5)
                   (-0.1, -0.3), (1.1, -0.3), (0.5, -0.4))
 
 
-def _maxima_range() -> tuple[int, int]:
-    """Decades that hold every channel maximum, before smoothing and at alpha 0 and 1
-    (log s is linear in alpha, so the extremes bound every alpha between)."""
+def _channel_maxima() -> np.ndarray:
+    """log10 of every bar a channel may show, before smoothing and at alpha 0 and 1 (log s
+    is linear in alpha, so the extremes bound every alpha between): (bars, channels)."""
     x, w = smooth_tensors()
     x_max, w_max = np.abs(x).max(axis=0), np.abs(w).max(axis=1)
     values = [x_max, w_max]
     for a in (0.0, 1.0):
         s = smoothing_scales(x_max, w_max, a)
         values += [x_max / s, w_max * s]
-    both = np.concatenate(values)
-    return math.floor(math.log10(both.min())), math.ceil(math.log10(both.max()))
+    return np.log10(np.vstack(values))
 
 
 class SmoothQuantView(FigureView):
     def build(self) -> None:
         self.controls.add("alpha")
 
-        self.bars_plot = plot_widget("Input channel j", "Channel maximum (log scale)")
+        self.bars_plot = plot_widget("Input channel j", "Channel maximum (log)")
         item = self.bars_plot.getPlotItem()
-        self._low, self._high = _maxima_range()
+        maxima = _channel_maxima()
+        self._tallest = maxima.max(axis=0)  # per channel, log10
+        self._low = math.floor(maxima.min())
+        self._high = math.ceil(self._tallest.max())  # the decades of every bar
+        self._top = float(self._high)
         item.setXRange(-0.6, SQ_CHANNELS - 0.4, padding=0)
-        item.setYRange(self._low, self._high, padding=0)
+        item.setYRange(self._low, self._top, padding=0)
         set_log_ticks(item.getAxis("left"), self._low, self._high)
         item.getAxis("bottom").setTicks([[(float(j), str(j)) for j in range(SQ_CHANNELS)], []])
         self.bars = CellGrid()
@@ -66,11 +69,12 @@ class SmoothQuantView(FigureView):
         self._faint = {role: opaque_blend(role, FAINT) for role in ("compute", "memory")}
         # Before smoothing: a faint shade of the same role (compute_light is the stronger
         # blue in the dark look, so it cannot say "before").
-        legend = Legend(item, anchor=(0, 0), columns=2)
+        self.legend = legend = Legend(item, anchor=(0, 0), columns=2)
         legend.add_box("max |Xⱼ| after smoothing", theme.color("compute"))
         legend.add_box("max |Wⱼ| after", theme.color("memory"))
         legend.add_box("before", opaque_blend("compute", FAINT))
         legend.add_box("before", opaque_blend("memory", FAINT))
+        item.getViewBox().sigResized.connect(self._fit_bars_top)
         self.add_plot(self.bars_plot, 3)
 
         self.error_plot = plot_widget("Migration strength α", "W8A8 error (%)")
@@ -114,7 +118,24 @@ class SmoothQuantView(FigureView):
         self._best_segment = np.array([[best, 0.0, best, top]])
         self.add_plot(self.error_plot, 2)
 
+    def _fit_bars_top(self) -> None:
+        """The axis's top raised where the legend would cover a bar under it (on a
+        1024x768 projector it hid the tip of channel 6): above the tallest bar any alpha
+        gives the channels the legend spans, so the axis stays put while alpha moves."""
+        box = self.bars_plot.getPlotItem().getViewBox()
+        legend = box.mapSceneToView(self.legend.sceneBoundingRect()).boundingRect()
+        left, right = legend.left(), legend.right()
+        channels = np.arange(SQ_CHANNELS)
+        under = (channels + OFFSET + BEFORE_WIDTH / 2 >= left) & (
+            channels - OFFSET - BEFORE_WIDTH / 2 <= right)
+        tallest = float(self._tallest[under].max(initial=self._low))
+        top = max(float(self._high), self.legend.end_with_room(self._low, tallest))
+        if top != self._top:
+            self._top = top
+            box.setYRange(self._low, top, padding=0)
+
     def refresh(self) -> None:
+        self._fit_bars_top()  # a new look's legend has another size
         out = self.model.out
         low = self._low
         channels = np.arange(SQ_CHANNELS, dtype=float)

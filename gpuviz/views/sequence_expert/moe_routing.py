@@ -56,7 +56,8 @@ class MoeRoutingView(FigureView):
         legend.add_line("capacity", pen("text", 2, Qt.DashLine))
         self.add_plot(self.expert_plot, 3)
 
-        self.gpu_plot = plot_widget("GPU", "Copies computed")
+        # "Copies computed" ran past a short plot; the legend says computed or waited for.
+        self.gpu_plot = plot_widget("GPU", "Copies")
         gitem = self.gpu_plot.getPlotItem()
         gitem.setXRange(-0.6, GPUS - 0.4, padding=0)
         gitem.getAxis("bottom").setTicks([[(g, f"GPU {g}") for g in range(GPUS)], []])
@@ -68,7 +69,7 @@ class MoeRoutingView(FigureView):
         gitem.addItem(self.counts)
         self.count_labels = [self.counts.add("", size=9, anchor=(0.5, 1))
                              for _ in range(GPUS)]
-        self.gpu_legend = Legend(gitem, anchor=(1, 0))
+        self.gpu_legend = Legend(gitem, anchor=(1, 0), columns=2)  # one row where it fits
         self.gpu_legend.add_box("computing", theme.color("compute"))
         self.gpu_legend.add_box("waiting for the busiest GPU", theme.color("idle"))
         self._top = 0.0

@@ -22,6 +22,8 @@ GPU_COLUMNS = 4  # a server's 8 GPUs in 2 rows of 4
 SERVER_W, SERVER_H = GPU_COLUMNS + 0.5, GPUS_PER_NODE // GPU_COLUMNS + 0.9
 HEAD = 0.55  # the server's name above its GPUs
 FREE_TOP = 0.7  # the keep-free lines end here, their label on them, under the HBM label
+BAR_Y = (-0.6, 1.4)  # the memory plot's least vertical range, the bar at -0.3 to 0.3
+HBM_LABEL_Y = 1.3  # the HBM label's foot, under the top of the least range
 PARTS = (("weights", "compute", "weights"), ("gradients", "onchip", "gradients"),
          ("optimizer", "idle", "optimizer states"), ("activations", "memory", "activations"))
 
@@ -93,7 +95,7 @@ class LayoutView(FigureView):
 
         self.bar_plot = plot_widget("Memory of one GPU of the first stage (GB)")
         item = self.bar_plot.getPlotItem()
-        item.setYRange(-0.6, 1.4, padding=0)
+        item.setYRange(*BAR_Y, padding=0)
         item.getAxis("left").setTicks([[], []])
         item.showGrid(x=True, y=False, alpha=0.25)
         self.bar = CellGrid(font_size=9)
@@ -102,7 +104,8 @@ class LayoutView(FigureView):
         self.free_lines = [Segment(pen("neutral", 1.5, Qt.DashLine)) for _ in KEEP_FREE]
         for line in (self.hbm_line, *self.free_lines):
             item.addItem(line)
-        self.labels = TextLayer(QRectF(0, -0.6, 100, 2.0), keep_inside=True)
+        self.labels = TextLayer(QRectF(0, BAR_Y[0], 100, BAR_Y[1] - BAR_Y[0]),
+                                keep_inside=True)
         self.hbm_label = self.labels.add(role="highlight", size=9, bold=True, anchor=(1.05, 1))
         # Just above the dashed lines, under the HBM label: beside it (both at the top),
         # the two ran together on a small screen.
@@ -114,7 +117,21 @@ class LayoutView(FigureView):
         for _, role, text in PARTS:
             self.legend.add_box(text, theme.color(role), hatch=False)
         self._top = 0.0
+        self._bar_y_top = BAR_Y[1]
+        item.getViewBox().sigResized.connect(self._fit_bar_height)
         self.add_plot(self.bar_plot, 2)
+
+    def _fit_bar_height(self) -> None:
+        """The memory plot's top, raised where its legend would come down onto the label
+        of the keep-free lines (a short plot: a 1024x768 projector); the HBM label stays
+        at the top. Called on a resize and on every refresh (a new look's font sizes)."""
+        high = self.legend.end_with_room(BAR_Y[0], FREE_TOP, beyond_px=self.free_label.height)
+        top = max(BAR_Y[1], high)
+        if top != self._bar_y_top:
+            self._bar_y_top = top
+            self.bar_plot.getPlotItem().setYRange(BAR_Y[0], top, padding=0)
+            self.labels.set_bounds(QRectF(0, BAR_Y[0], self._top, top - BAR_Y[0]))
+        self.hbm_label.setPos(self.model.out.hbm / GB, top - (BAR_Y[1] - HBM_LABEL_Y))
 
     def _number_groups(self) -> None:
         """Each GPU's group number in its cell where the widest fits one, else one number
@@ -177,7 +194,7 @@ class LayoutView(FigureView):
         if top != self._top:
             self._top = top
             item.setXRange(0, top, padding=0)
-            self.labels.set_bounds(QRectF(0, -0.6, top, 2.0))
+            self.labels.set_bounds(QRectF(0, BAR_Y[0], top, self._bar_y_top - BAR_Y[0]))
             # Far over HBM, its line and labels are at the left: the legend goes right.
             self.legend.set_anchor((0, 0) if hbm > top / 2 else (1, 0))
         starts = np.concatenate([[0.0], np.cumsum(parts)[:-1]]) / GB
@@ -192,8 +209,8 @@ class LayoutView(FigureView):
         for line, share in zip(self.free_lines, KEEP_FREE, strict=True):
             line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), FREE_TOP, pixel)
         self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
-        self.hbm_label.setPos(hbm, 1.3)
         self.free_label.setPos(hbm * (1 - KEEP_FREE[1]), FREE_TOP)
+        self._fit_bar_height()
         self.total_label.setText(format_value(total, "GB") if total else "")
         self.total_label.setPos(total, 0.0)
 
