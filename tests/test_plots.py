@@ -782,3 +782,22 @@ def test_axis_ticks_write_thousands_as_the_readouts_do(qapp):
     assert axis.tickStrings([0, 200_000, 400_000], 1, 200_000) == ["0", "200,000", "400,000"]
     assert axis.tickStrings([0, 5000, -20_000], 1, 5000) == ["0", "5,000", "−20,000"]
     assert axis.tickStrings([0, 1000, 2000], 1, 1000) == ["0", "1000", "2000"]
+
+
+def test_a_dashed_legend_swatch_shows_two_dashes_however_thick_the_pen(qapp):
+    """A thick dashed pen's dash outgrew the swatch (9.3's InfiniBand line read as solid
+    in its legend): there its dashes shrink until two and the gap between fill it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QPen
+
+    from gpuviz.core.plots.legend import _showing_its_dashes
+
+    thin = QPen(Qt.GlobalColor.black, 1.5, Qt.DashLine)
+    assert _showing_its_dashes(thin, 32.0) is thin
+    solid = QPen(Qt.GlobalColor.black, 9.0)
+    assert _showing_its_dashes(solid, 32.0) is solid
+    thick = QPen(Qt.GlobalColor.black, 4.5, Qt.DashLine)
+    shown = _showing_its_dashes(thick, 32.0)
+    dash, gap = shown.dashPattern()[:2]
+    assert (2 * dash + gap) * 4.5 == pytest.approx(32.0)
+    assert shown.capStyle() == Qt.FlatCap  # a round cap would fill the gap

@@ -209,7 +209,7 @@ class Legend(pg.GraphicsObject):
                     painter.setBrush(Qt.NoBrush)
                     painter.drawRect(sample.adjusted(1, 1, -1, -1))
             elif kind == "line":
-                painter.setPen(style)
+                painter.setPen(_showing_its_dashes(style, sample.width()))
                 middle = sample.center().y()
                 painter.drawLine(QLineF(sample.left(), middle, sample.right(), middle))
             else:
@@ -220,3 +220,20 @@ class Legend(pg.GraphicsObject):
                 painter.drawEllipse(sample.center(), radius, radius)
             painter.setPen(theme.color("text"))
             painter.drawStaticText(QPointF(sample.right() + swatch * 0.4, cell.top()), static)
+
+
+def _showing_its_dashes(qpen: QPen, length: float) -> QPen:
+    """`qpen`, its dashes shortened where a swatch `length` pixels long would not show two
+    of them with the gap between (9.3's thick dashed InfiniBand line read as one solid
+    stroke in its legend): two dashes and a gap fill the swatch, with flat ends, as a
+    round cap would fill the shortened gap."""
+    if qpen.style() in (Qt.SolidLine, Qt.NoPen):
+        return qpen
+    pattern = qpen.dashPattern()  # dash, gap, ... in pen widths
+    two_dashes = (2 * pattern[0] + pattern[1]) * max(qpen.widthF(), 1.0)
+    if two_dashes <= length:
+        return qpen
+    shown = QPen(qpen)
+    shown.setCapStyle(Qt.FlatCap)
+    shown.setDashPattern([part * length / two_dashes for part in pattern])
+    return shown
