@@ -20,7 +20,7 @@ from gpuviz.models.tensor_pipeline.tp_comm import GPUS_PER_NODE
 WIDE_FROM = 9  # servers: from here on 8 to a row, to use the canvas's width
 GPU_COLUMNS = 4  # a server's 8 GPUs in 2 rows of 4
 SERVER_W, SERVER_H = GPU_COLUMNS + 0.5, GPUS_PER_NODE // GPU_COLUMNS + 0.9
-HEAD = 0.55  # the server's name above its GPUs
+HEAD = 0.7  # the server's name above its GPUs (0.55 left it out at 1024x768)
 FREE_TOP = 0.7  # the keep-free lines end here, their label on them, under the HBM label
 BAR_Y = (-0.6, 1.4)  # the memory plot's least vertical range, the bar at -0.3 to 0.3
 HBM_LABEL_Y = 1.3  # the HBM label's foot, under the top of the least range
