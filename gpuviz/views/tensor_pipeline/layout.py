@@ -24,6 +24,8 @@ HEAD = 0.7  # the server's name above its GPUs (0.55 left it out at 1024x768)
 FREE_TOP = 0.7  # the keep-free lines end here, their label on them, under the HBM label
 BAR_Y = (-0.6, 1.4)  # the memory plot's least vertical range, the bar at -0.3 to 0.3
 HBM_LABEL_Y = 1.3  # the HBM label's foot, under the top of the least range
+FREE_LEFT, FREE_RIGHT = (1.05, 1), (-0.05, 1)  # the keep-free label left of its lines, or
+# right of the HBM line
 PARTS = (("weights", "compute", "weights"), ("gradients", "onchip", "gradients"),
          ("optimizer", "idle", "optimizer states"), ("activations", "memory", "activations"))
 
@@ -110,7 +112,7 @@ class LayoutView(FigureView):
         # Just above the dashed lines, under the HBM label: beside it (both at the top),
         # the two ran together on a small screen.
         self.free_label = self.labels.add("keep 10–20% free", role="text", size=9,
-                                          anchor=(1.05, 1))
+                                          anchor=FREE_LEFT)
         self.total_label = self.labels.add(role="text", size=10, bold=True, anchor=(-0.05, 0.5))
         item.addItem(self.labels)
         self.legend = Legend(item, anchor=(0, 0), columns=2)
@@ -118,20 +120,31 @@ class LayoutView(FigureView):
             self.legend.add_box(text, theme.color(role), hatch=False)
         self._top = 0.0
         self._bar_y_top = BAR_Y[1]
-        item.getViewBox().sigResized.connect(self._fit_bar_height)
+        item.getViewBox().sigResized.connect(self._fit_bar_labels)
         self.add_plot(self.bar_plot, 2)
 
-    def _fit_bar_height(self) -> None:
+    def _fit_bar_labels(self) -> None:
         """The memory plot's top, raised where its legend would come down onto the label
         of the keep-free lines (a short plot: a 1024x768 projector); the HBM label stays
-        at the top. Called on a resize and on every refresh (a new look's font sizes)."""
+        at the top. The keep-free label sits left of its lines, or right of the HBM line
+        where they are crowded at the left (far over HBM), not across them. Called on a
+        resize and on every refresh (a new look's font sizes)."""
         high = self.legend.end_with_room(BAR_Y[0], FREE_TOP, beyond_px=self.free_label.height)
         top = max(BAR_Y[1], high)
         if top != self._bar_y_top:
             self._bar_y_top = top
             self.bar_plot.getPlotItem().setYRange(BAR_Y[0], top, padding=0)
             self.labels.set_bounds(QRectF(0, BAR_Y[0], self._top, top - BAR_Y[0]))
-        self.hbm_label.setPos(self.model.out.hbm / GB, top - (BAR_Y[1] - HBM_LABEL_Y))
+        hbm = self.model.out.hbm / GB
+        self.hbm_label.setPos(hbm, top - (BAR_Y[1] - HBM_LABEL_Y))
+        lines_at = hbm * (1 - KEEP_FREE[1])
+        pixel = self.bar_plot.getPlotItem().getViewBox().viewPixelSize()[0]
+        if lines_at / (pixel or 1.0) >= 1.1 * self.free_label.width:
+            self.free_label.setAnchor(FREE_LEFT)
+            self.free_label.setPos(lines_at, FREE_TOP)
+        else:
+            self.free_label.setAnchor(FREE_RIGHT)
+            self.free_label.setPos(hbm, FREE_TOP)
 
     def _number_groups(self) -> None:
         """Each GPU's group number in its cell where the widest fits one, else one number
@@ -209,8 +222,7 @@ class LayoutView(FigureView):
         for line, share in zip(self.free_lines, KEEP_FREE, strict=True):
             line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), FREE_TOP, pixel)
         self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
-        self.free_label.setPos(hbm * (1 - KEEP_FREE[1]), FREE_TOP)
-        self._fit_bar_height()
+        self._fit_bar_labels()
         self.total_label.setText(format_value(total, "GB") if total else "")
         self.total_label.setPos(total, 0.0)
 
