@@ -257,3 +257,14 @@ def test_a_long_title_is_cut_with_an_ellipsis_not_run_under_the_buttons(build, q
     page.resize(1900, 1000)
     drive.settle()
     assert "when it compiles again" in title.text()
+
+
+def test_3_4_names_the_thread_numbers_only_where_they_show(build):
+    """In the lecture look a row of 3.4's tile is too short for the thread numbers, which
+    are left out: its key then does not promise them."""
+    spec = next(spec for spec in FIGURES if spec.number == "3.4")
+    page = build(spec, "dark", (1280, 800))
+    assert page.view.key.labels()[0] == "word read (thread number)"
+    assert page.view.read.text_sizes()  # the numbers are there
+    page = build(spec, "projector", (1280, 800))
+    assert page.view.key.labels()[0] == "word read by the warp"

@@ -84,6 +84,12 @@ class Legend(pg.GraphicsObject):
             self._at = at
             self._place()
 
+    def set_label(self, index: int, label: str) -> None:
+        """Another label for row `index` (its swatch stays)."""
+        if self._rows[index][0] != label:
+            self._rows[index] = (label, *self._rows[index][1:])
+            self._lay_out()
+
     def labels(self) -> list[str]:
         return [row[0] for row in self._rows]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QGraphicsItem
 
 from gpuviz import theme
@@ -19,6 +20,9 @@ BAR_HEIGHT = 9.0
 BAR_BASE = BAR_TOP + BAR_HEIGHT
 BAR_SCALE = BANKS  # one scale, 0 to 32 words, so a 2-way conflict looks smaller than 32
 CELL = 0.9  # drawn fraction of a cell
+THREAD_POINTS = 7  # the thread numbers in the words read
+# The key's name for the words read, with and without their thread numbers shown
+WORD_READ = {True: "word read (thread number)", False: "word read by the warp"}
 
 
 class BankConflictView(FigureView):
@@ -33,7 +37,7 @@ class BankConflictView(FigureView):
         # One grid per tile layout (32 or 33 words per row), drawn once; the pattern
         # only picks which one shows.
         self.words = {width: CellGrid() for width in (BANKS, BANKS + 1)}
-        self.read = CellGrid(font_size=7)
+        self.read = CellGrid(font_size=THREAD_POINTS)
         self.bars = CellGrid()
         # The tile changes at most with the padding: keep it as a pixmap, so a new access
         # pattern repaints only the words read and the bars.
@@ -64,8 +68,7 @@ class BankConflictView(FigureView):
             self.box.addItem(item)
         self.key = Legend(self.box, anchor=(0, 0), columns=2, size=9,
                           at=(-LABEL_WIDTH, BAR_BASE + 0.2))
-        self.key.add_box("word read (thread number)", theme.color("onchip"),
-                         outline=theme.color("text"))
+        self.key.add_box(WORD_READ[True], theme.color("onchip"), outline=theme.color("text"))
         self.key.add_box("padding word, never read", theme.color("neutral"), hatch=True)
         self.key.add_box(f"distinct words per bank (0 to {BAR_SCALE})", theme.color("compute"))
         self.key.add_box("the conflicting bank", theme.color("highlight"))
@@ -78,8 +81,17 @@ class BankConflictView(FigureView):
         bottom = self.key.end_with_room(-1.6, BAR_BASE + 0.2)
         self.box.setRange(xRange=(-LABEL_WIDTH, BANKS + 0.2), yRange=(-1.6, bottom),
                           padding=0.01)
+        self._name_words_read()
+
+    def _name_words_read(self) -> None:
+        """The key names the thread numbers only where a row is tall enough to show them
+        (the lecture look's text is not)."""
+        row_px = CELL / (self.box.viewPixelSize()[1] or 1.0)
+        numbers = QFontMetricsF(theme.font(THREAD_POINTS)).height() <= row_px + 2
+        self.key.set_label(0, WORD_READ[numbers])
 
     def refresh(self) -> None:
+        self._name_words_read()  # a new look's text size
         out = self.model.out
         if out.row_words != self._layout_width:
             self._layout_width = out.row_words
