@@ -90,8 +90,11 @@ class BankConflictView(FigureView):
         numbers = QFontMetricsF(theme.font(THREAD_POINTS)).height() <= row_px + 2
         self.key.set_label(0, WORD_READ[numbers])
 
+    def apply_look(self) -> None:
+        super().apply_look()
+        self._name_words_read()  # the numbers' text size changed
+
     def refresh(self) -> None:
-        self._name_words_read()  # a new look's text size
         out = self.model.out
         if out.row_words != self._layout_width:
             self._layout_width = out.row_words

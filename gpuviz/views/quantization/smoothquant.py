@@ -134,8 +134,11 @@ class SmoothQuantView(FigureView):
             self._top = top
             box.setYRange(self._low, top, padding=0)
 
+    def apply_look(self) -> None:
+        super().apply_look()
+        self._fit_bars_top()  # the legend's size changed
+
     def refresh(self) -> None:
-        self._fit_bars_top()  # a new look's legend has another size
         out = self.model.out
         low = self._low
         channels = np.arange(SQ_CHANNELS, dtype=float)
