@@ -38,30 +38,33 @@ def _assert_axes_draw_as_pyqtgraph(item: pg.PlotItem) -> None:
             axis, pg.AxisItem.generateDrawSpecs)
 
 
+def _shown_plot(size: tuple[int, int], x_range: tuple[float, float],
+                y_range: tuple[float, float], *titles: str, **options: object):  # noqa: ANN202
+    """A plot_widget(*titles, **options) of `size`, shown, at these ranges: (widget, item)."""
+    widget = plot_widget(*titles, **options)
+    widget.resize(*size)
+    widget.show()
+    item = widget.getPlotItem()
+    item.setXRange(*x_range, padding=0)
+    item.setYRange(*y_range, padding=0)
+    return widget, item
+
+
 @pytest.mark.parametrize("log_x", [False, True])
 @pytest.mark.parametrize("x_range", [(0, 1e-3), (0.5, 1234.0), (-3.0, 7.5), (1e-9, 4e-9)])
 def test_axis_draws_what_pyqtgraph_draws(qapp, x_range, log_x):
-    widget = plot_widget("Time", "Value", x_unit="s", log_x=log_x)
-    widget.resize(700, 300)
-    widget.show()
-    item = widget.getPlotItem()
     low, high = x_range
     if log_x:
         low, high = math.log10(abs(low) or 1e-3), math.log10(abs(high))
-    item.setXRange(low, high, padding=0)
-    item.setYRange(0, 37, padding=0)
+    widget, item = _shown_plot((700, 300), (low, high), (0, 37), "Time", "Value", x_unit="s",
+                               log_x=log_x)
     qapp.processEvents()
     _assert_axes_draw_as_pyqtgraph(item)
     widget.close()
 
 
 def test_axis_with_explicit_ticks_and_minor_level(qapp):
-    widget = plot_widget("Batch", "Intensity")
-    widget.resize(600, 300)
-    widget.show()
-    item = widget.getPlotItem()
-    item.setXRange(0, 4, padding=0)
-    item.setYRange(-1, 3.2, padding=0)
+    widget, item = _shown_plot((600, 300), (0, 4), (-1, 3.2), "Batch", "Intensity")
     set_log_ticks(item.getAxis("bottom"), 0, 4)
     item.getAxis("left").setTicks([[(0, "compute"), (1, "memory time"), (2, "a longer name")]])
     qapp.processEvents()
@@ -375,12 +378,7 @@ def test_grid_lines_are_the_pixels_of_the_cosmetic_pen(qapp, ratio):
     from gpuviz import theme
 
     theme.apply("dark", qapp)
-    widget = plot_widget("Time", "Value")
-    widget.resize(640, 360)
-    widget.show()
-    item = widget.getPlotItem()
-    item.setXRange(0.3, 17.9, padding=0)
-    item.setYRange(-2.1, 7.7, padding=0)
+    widget, item = _shown_plot((640, 360), (0.3, 17.9), (-2.1, 7.7), "Time", "Value")
     qapp.processEvents()
 
     drawn = _canvas(ratio, 640, 360)
@@ -676,12 +674,7 @@ def test_an_axis_paints_the_pixels_of_pyqtgraphs_picture(qapp, x_range):
     pyqtgraph records a QPicture of drawText calls: the same pixels at ratio 1."""
     from gpuviz.core.axis import Axis
 
-    widget = plot_widget("Time (ms)", "Bandwidth")
-    widget.resize(700, 400)
-    widget.show()
-    item = widget.getPlotItem()
-    item.setXRange(*x_range, padding=0)
-    item.setYRange(*x_range, padding=0)
+    widget, item = _shown_plot((700, 400), x_range, x_range, "Time (ms)", "Bandwidth")
     qapp.processEvents()
     for name in ("left", "bottom"):
         axis = item.getAxis(name)
