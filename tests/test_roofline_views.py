@@ -84,6 +84,56 @@ def test_label_follows_a_dragged_dot(build):
     assert rect.adjusted(-reach, -reach, reach, reach).contains(point)
 
 
+def _viewport_point(page, index: int):  # noqa: ANN001, ANN202
+    """Where op `index`'s dot is on 2.1's plot viewport, in its pixels."""
+    import math
+
+    from PySide6.QtCore import QPoint
+
+    out, plot = page.model.out, page.view.plot
+    box = plot.getPlotItem().getViewBox()
+    scene = box.mapViewToScene(_point(math.log10(float(out.intensity[index])),
+                                      math.log10(float(out.attained[index]))))
+    where = plot.mapFromScene(scene)
+    return QPoint(round(where.x()), round(where.y()))
+
+
+@pytest.mark.parametrize(("look", "size"), LOOKS[:2], ids=IDS[:2])
+def test_clicking_and_dragging_a_dot(build, look, size):
+    """A click on a dot selects its operation; dragging it sideways sets the intensity
+    scale of that operation (the dots are `Dots`, which pyqtgraph's scene hands the
+    mouse events)."""
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    from gpuviz.models.roofline import named_ops
+
+    page = build("2.1", look, size)
+    viewport = page.view.plot.viewport()
+    ops = named_ops()
+    index = next(i for i, op in enumerate(ops) if op.key == "add")
+    assert page.model.selected_op != "add"
+    left = Qt.MouseButton.LeftButton
+    QTest.mouseClick(viewport, left, Qt.KeyboardModifier(0), _viewport_point(page, index))
+    drive.settle()
+    assert page.model.selected_op == "add"
+    assert page.model.intensity_scale == 1.0
+    # A click beside every dot selects nothing.
+    QTest.mouseClick(viewport, left, Qt.KeyboardModifier(0), QPoint(5, 5))
+    drive.settle()
+    assert page.model.selected_op == "add"
+
+    other = next(i for i, op in enumerate(ops) if op.key == "softmax")
+    start = _viewport_point(page, other)
+    QTest.mousePress(viewport, left, Qt.KeyboardModifier(0), start)
+    for step in range(1, 6):  # right, by 20 pixels at a time: more intensity
+        QTest.mouseMove(viewport, start + QPoint(20 * step, 0))
+    QTest.mouseRelease(viewport, left, Qt.KeyboardModifier(0), start + QPoint(100, 0))
+    drive.settle()
+    assert page.model.selected_op == "softmax"
+    assert page.model.intensity_scale > 2.0
+
+
 def _point(x: float, y: float):  # noqa: ANN202
     from PySide6.QtCore import QPointF
 

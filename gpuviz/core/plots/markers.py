@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from pyqtgraph.graphicsItems.ScatterPlotItem import renderSymbol
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QGuiApplication,
@@ -42,23 +42,41 @@ def text_item(text: str = "", role: str = "text", size: float | None = 10, bold:
     return PixelText(text, role, size, bold, anchor)
 
 
+class DotEvents(QObject):
+    """What the pointer does to the dots of a `Dots` made `draggable`."""
+
+    clicked = Signal(int)  # a dot's index: clicked, or a drag of it started
+    dragged = Signal(int, float)  # a dot's index and the pointer's x, data units
+
+
 class Dots:
     """Round markers `size` pixels across at data points: the very pixmap pyqtgraph's
-    scatter plots draw for symbol "o", one Qt pixmap item per point, with no Python paint.
-    Points that are not finite are hidden."""
+    scatter plots draw for symbol "o", one Qt pixmap item per point, with no Python paint
+    (a ScatterPlotItem places its symbols in Python on every repaint: 18% of figure 2.1's
+    work per change). Points that are not finite are hidden. `set_style` gives one dot
+    another size, fill or outline; a `draggable` one reports clicks and drags of its
+    dots through `events`."""
 
     def __init__(self, view: pg.ViewBox | pg.PlotItem, count: int, size: float,
-                 brushes: Sequence[QColor] | QColor, outline: QPen | None = None) -> None:
+                 brushes: Sequence[QColor] | QColor, outline: QPen | None = None,
+                 draggable: bool = False) -> None:
         if isinstance(brushes, QColor):
             brushes = [brushes] * count
         outline = outline if outline is not None else QPen(Qt.NoPen)
-        self.items: list[QGraphicsPixmapItem] = []
+        self.events = DotEvents() if draggable else None
+        self.items: list[_Dot] = []
         self._points: tuple = ()
         self._shown = True
-        for fill in brushes:
-            item = _Dot(size, outline, pg.mkBrush(fill))
+        for index, fill in enumerate(brushes):
+            item = _Dot(size, outline, pg.mkBrush(fill), index, self.events)
             view.addItem(item)
             self.items.append(item)
+
+    def set_style(self, index: int, size: float, fill: pg.QtGui.QBrush,
+                  outline: QPen) -> None:
+        """Dot `index` drawn `size` pixels across (before the look's scale) in `fill`
+        with `outline`; drawn again only if that changed."""
+        self.items[index].set_symbol(size, outline, fill)
 
     def set_points(self, xs: Iterable[float], ys: Iterable[float]) -> None:
         points = tuple(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
@@ -85,14 +103,40 @@ class Dots:
 class _Dot(QGraphicsPixmapItem):
     """One marker of Dots, drawn anew at the look's size, at the screens' device pixel
     ratio (on a 4K laptop a pixmap drawn at ratio 1 would be scaled up, blurred), or at
-    an export's (markers_drawn_at)."""
+    an export's (markers_drawn_at). With `events`, a left click or drag on it is
+    reported there (pyqtgraph's scene hands its items these mouse events)."""
 
-    def __init__(self, size: float, outline: QPen, fill: pg.QtGui.QBrush) -> None:
+    def __init__(self, size: float, outline: QPen, fill: pg.QtGui.QBrush, index: int,
+                 events: DotEvents | None) -> None:
         super().__init__()
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
         self._symbol = (size, outline, fill)
         self._drawn_at = (0.0, 0.0)
+        self._index, self._events = index, events
         self.apply_look()
+
+    def set_symbol(self, size: float, outline: QPen, fill: pg.QtGui.QBrush) -> None:
+        if (size, outline, fill) != self._symbol:
+            self._symbol = (size, outline, fill)
+            self._drawn_at = (0.0, 0.0)
+            self.apply_look()
+
+    def _takes(self, event: object) -> bool:
+        taken = self._events is not None and event.button() == Qt.MouseButton.LeftButton
+        event.accept() if taken else event.ignore()
+        return taken
+
+    def mouseClickEvent(self, event: object) -> None:  # noqa: N802 - pyqtgraph naming
+        if self._takes(event):
+            self._events.clicked.emit(self._index)
+
+    def mouseDragEvent(self, event: object) -> None:  # noqa: N802 - pyqtgraph naming
+        if self._takes(event):
+            if event.isStart():
+                self._events.clicked.emit(self._index)
+            # The parent is the plot's data group: its coordinates are data units.
+            x = self.parentItem().mapFromScene(event.scenePos()).x()
+            self._events.dragged.emit(self._index, float(x))
 
     def apply_look(self) -> None:
         self.draw_at(QGuiApplication.instance().devicePixelRatio())

@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
 from gpuviz.core.log_axes import set_log_ranges
 from gpuviz.core.model import format_value
-from gpuviz.core.plots import curve, pen, plot_widget
+from gpuviz.core.plots import Dots, curve, pen, plot_widget
 from gpuviz.core.text import PlacedTextLayer
 from gpuviz.data.hardware import load_gpus
 from gpuviz.models.roofline import (
@@ -50,47 +50,6 @@ AROUND = ((-0.08, 0.5), (1.08, 0.5), (-0.05, 1.05), (1.05, -0.05), (1.05, 1.05),
           (-0.05, 2.1), (1.05, -1.1), (0.5, 2.3), (0.5, -1.3),
           # Farther out, for the crowd near intensity 1 at lecture-hall sizes.
           (1.05, 3.2), (-0.05, 3.2), (1.05, -2.2), (-0.05, -2.2), (0.5, 3.4), (0.5, -2.4))
-
-
-class DraggablePoints(pg.ScatterPlotItem):
-    """Scatter points that report a click on a point and horizontal drags of a point."""
-
-    point_clicked = Signal(int)
-    point_dragged = Signal(int, float)  # index, new x in data coordinates
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._dragging = -1
-
-    def mouseClickEvent(self, ev: object) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton:
-            ev.ignore()
-            return
-        points = self.pointsAt(ev.pos())
-        if len(points):
-            ev.accept()
-            self.point_clicked.emit(int(points[0].index()))
-        else:
-            ev.ignore()
-
-    def mouseDragEvent(self, ev: object) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton:
-            ev.ignore()
-            return
-        if ev.isStart():
-            points = self.pointsAt(ev.buttonDownPos())
-            if not len(points):
-                ev.ignore()
-                return
-            self._dragging = int(points[0].index())
-            self.point_clicked.emit(self._dragging)
-        if self._dragging < 0:
-            ev.ignore()
-            return
-        ev.accept()
-        self.point_dragged.emit(self._dragging, float(ev.pos().x()))
-        if ev.isFinish():
-            self._dragging = -1
 
 
 class RooflineView(FigureView):
@@ -133,11 +92,13 @@ class RooflineView(FigureView):
         self._pens = {selected: pg.mkPen(theme.color("text"),
                                          width=theme.line_width(2.5 if selected else 1.0))
                       for selected in (True, False)}
-        self.points = DraggablePoints()
+        self.points = Dots(item, len(named_ops()), POINT_SIZE, self._brushes[False].color(),
+                           self._pens[False], draggable=True)
         self.points.setZValue(10)
-        item.addItem(self.points)
-        self.points.point_clicked.connect(self._on_click)
-        self.points.point_dragged.connect(self._on_drag)
+        self.points.events.clicked.connect(self._on_click)
+        self.points.events.dragged.connect(self._on_drag)
+        self.plot.setToolTip("Click a dot to select its operation; drag it sideways to "
+                             "change its arithmetic intensity")
         self.add_plot(self.plot)
 
     def _on_click(self, index: int) -> None:
@@ -162,7 +123,8 @@ class RooflineView(FigureView):
         if self.needs_update("roof", (roof.gpu_key, self.model.precision, log_bw, log_peak)):
             self._set_roofs(roof, log_bw, log_peak, log_ridge)
         self._set_points(out)
-        self.labels.set_obstacles(self._roof_segments, self._dots, SELECTED_SIZE,
+        self.labels.set_obstacles(self._roof_segments, self._dots,
+                                  SELECTED_SIZE * theme.screen_scale(),
                                   faint=self._other_segments)
         self.labels.set_order([self.op_labels[out.selected]])
         text, warn = self.model.message()
@@ -224,15 +186,11 @@ class RooflineView(FigureView):
         key = (log_x.tobytes(), log_y.tobytes(), tuple(out.bounds), out.selected)
         if not self.needs_update("points", key):
             return
-        brushes, pens, sizes = [], [], []
         for i, bound in enumerate(out.bounds):
-            # The same pen and brush objects every time: the scatter item caches the
-            # rendered symbol per pen/brush object, so new ones would be re-rendered.
-            brushes.append(self._brushes[bound == COMPUTE])
             selected = i == out.selected
-            pens.append(self._pens[selected])
-            sizes.append(SELECTED_SIZE if selected else POINT_SIZE)
-        self.points.setData(x=log_x, y=log_y, brush=brushes, pen=pens, size=sizes)
+            self.points.set_style(i, SELECTED_SIZE if selected else POINT_SIZE,
+                                  self._brushes[bound == COMPUTE], self._pens[selected])
+        self.points.set_points(log_x, log_y)
         for i, (label, op) in enumerate(zip(self.op_labels, named_ops(), strict=True)):
             # Every side of its point, the preferred one first: the label stays with its
             # dot wherever a drag takes it.
