@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuviz import catalog
+from gpuviz import catalog, theme
 from gpuviz.core.model import (
     FigureModel,
     Parameter,
@@ -524,3 +524,29 @@ def test_no_time_at_all_reads_in_seconds():
 
     assert [time_text(s) for s in (0.0, 4.2e-6, 3e-10)] == ["0 s", "4.20 µs", "0.300 ns"]
     assert duration_text(0.0) == "0 s"
+
+
+def test_placed_labels_keep_off_dots_at_their_drawn_size(qapp, monkeypatch):
+    """A dot's size is given as its `Dots` were made (before the look's scale) and grows
+    with the look as the dot does: a place just clear of a 12 px dot is on it when the
+    lecture look draws the dot twice as large."""
+    import numpy as np
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QTransform
+
+    from gpuviz.core.text import TEXT_MARGIN, PlacedTextLayer
+
+    layer = PlacedTextLayer(QRectF(0, 0, 200, 200))
+    label = layer.add("label")
+    clear = 100 + 6 + layer.DOT_PAD + 1 - TEXT_MARGIN  # its text 1 px right of the dot
+    layer.set_candidates(label, [(clear, 100.0, 0.0, 0.5)])
+    layer.set_obstacles(np.zeros((0, 4)), np.array([[100.0, 100.0]]), 12)
+    area = QRectF(0, 0, 200, 200)
+
+    def cost() -> float:
+        [(_, costs)] = layer._candidates_costed([label], QTransform(), area)
+        return float(costs[0])
+
+    alone = cost()
+    monkeypatch.setattr(theme, "_screen_scale", 2.0)
+    assert cost() >= alone + layer.COSTS["dot"] - 1e-9

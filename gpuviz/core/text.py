@@ -546,7 +546,8 @@ class PlacedTextLayer(TextLayer):
     def set_obstacles(self, segments: np.ndarray, dots: np.ndarray | None = None,
                       dot_size: float = 0.0, faint: np.ndarray | None = None,
                       moving: np.ndarray | None = None) -> None:
-        """Line pieces (x0, y0, x1, y1), dots (x, y, `dot_size` pixels across), faint
+        """Line pieces (x0, y0, x1, y1), dots (x, y, `dot_size` pixels across before the
+        look's scale: the size their `Dots` were made with, which grow with it), faint
         line pieces (dashed guides a label may cross) and moving line pieces (a line that
         follows a slider), data units; NaN rows are ignored. Dots and moving lines count
         when a label is placed but do not move the others by themselves (a dragged dot or
@@ -600,7 +601,7 @@ class PlacedTextLayer(TextLayer):
                                                      rects).sum(axis=0)
         if len(self._dots):
             dots = self._dots * [m11, m22] + [dx, dy]
-            half = self._dot_size / 2 + self.DOT_PAD
+            half = self._dot_size * theme.screen_scale() / 2 + self.DOT_PAD
             cost += costs["dot"] * _overlaps(rects, np.column_stack(
                 [dots - half, dots + half])).sum(axis=1)
         ends = np.cumsum(counts)[:-1]

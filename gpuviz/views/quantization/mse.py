@@ -172,7 +172,7 @@ class MseView(FigureView):
         self.total_layer.set_candidates(self.total_label, [
             (alpha, total, *anchor) for anchor in TOTAL_ANCHORS])
         self.total_layer.set_obstacles(self._total_segments, np.array([[alpha, total]]),
-                                       MARKER_SIZE * theme.screen_scale(),
+                                       MARKER_SIZE,
                                        moving=np.array([[alpha, low, alpha, total]]))
         guess = self.model.guess_alpha
         self.guess_line.set_data([guess, guess], [low, high])

@@ -162,7 +162,7 @@ class SmoothQuantView(FigureView):
         self.labels.set_candidates(self.marker_label, [
             (a, err, *anchor) for anchor in MARKER_ANCHORS])
         self.labels.set_obstacles(self._error_segments, np.array([[a, err]]),
-                                  MARKER_SIZE * theme.screen_scale(), faint=self._best_segment,
+                                  MARKER_SIZE, faint=self._best_segment,
                                   moving=np.array([[a, 0.0, a, err]]))
         x_spread = out.x_max_after.max() / out.x_max_after.min()
         w_spread = out.w_max_after.max() / out.w_max_after.min()

@@ -153,8 +153,7 @@ class W4A16View(FigureView):
         self.points.set_points(xs, ys)
         dots = [(math.log10(out.points[k].intensity), math.log10(out.points[k].attained))
                 for k in FORMAT_KEYS]
-        self.roof_labels.set_obstacles(self._roof_segments, np.array(dots),
-                                       RING_SIZE * theme.screen_scale())
+        self.roof_labels.set_obstacles(self._roof_segments, np.array(dots), RING_SIZE)
         chosen = out.points[out.selected]
         self.ring.set_points([math.log10(chosen.intensity)], [math.log10(chosen.attained)])
 

@@ -123,8 +123,7 @@ class RooflineView(FigureView):
         if self.needs_update("roof", (roof.gpu_key, self.model.precision, log_bw, log_peak)):
             self._set_roofs(roof, log_bw, log_peak, log_ridge)
         self._set_points(out)
-        self.labels.set_obstacles(self._roof_segments, self._dots,
-                                  SELECTED_SIZE * theme.screen_scale(),
+        self.labels.set_obstacles(self._roof_segments, self._dots, SELECTED_SIZE,
                                   faint=self._other_segments)
         self.labels.set_order([self.op_labels[out.selected]])
         text, warn = self.model.message()
