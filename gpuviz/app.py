@@ -469,6 +469,10 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
                 Kiosk.of(window).go_to_start_step()
         if trace_file is not None:
             window.open_trace(trace_file)
+        # numpy imports numpy.ma the first time np.unique runs (numpy 2.x): 7-20 ms that
+        # fell into the first drag of a slider (12.1 opened first), now taken here, after
+        # the window is painted.
+        import numpy.ma  # noqa: F401
         # What exists now lives as long as the window: keep the garbage collector from
         # walking it again on every collection while the user drags a slider.
         gc.freeze()
