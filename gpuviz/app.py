@@ -469,10 +469,6 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
                 Kiosk.of(window).go_to_start_step()
         if trace_file is not None:
             window.open_trace(trace_file)
-        # numpy imports numpy.ma the first time np.unique runs (numpy 2.x): 7-20 ms that
-        # fell into the first drag of a slider (12.1 opened first), now taken here, after
-        # the window is painted.
-        import numpy.ma  # noqa: F401
         # What exists now lives as long as the window: keep the garbage collector from
         # walking it again on every collection while the user drags a slider.
         gc.freeze()
@@ -486,6 +482,16 @@ def run_window(spec, values: dict[str, Any], theme_name: str | None,  # noqa: AN
             window.notify("Settings reset", settings_message)
         for warning in warnings:
             window.notify("Some data was left out", warning)
+        QTimer.singleShot(0, import_on_first_use)  # once the figure is painted
+
+    def import_on_first_use() -> None:
+        """What numpy imports the first time it is used, imported now rather than in a
+        learner's first drag or press: numpy.ma on the first np.unique (numpy 2.x; 7-20
+        ms in the first drag of 12.1's context slider when it was opened first) and
+        numpy.random (16 ms: the first Sample of 12.4, Simulate of 12.5)."""
+        import numpy.ma  # noqa: F401
+        import numpy.random  # noqa: F401
+        gc.freeze()  # these live as long as the window too
 
     QTimer.singleShot(0, open_first)  # show the window first, then build the figure
     return app.exec()

@@ -185,3 +185,47 @@ def test_set_applies_in_the_models_order_whatever_the_typed_order():
                    {"selected_op": "prefill_matmul", "intensity_scale": 64.0}):
         model = cli.make_model(spec, values)
         assert (model.selected_op, model.intensity_scale) == ("prefill_matmul", 64.0)
+
+
+FIRST_USE_SCRIPT = """
+import sys
+from PySide6.QtWidgets import QApplication, QPushButton, QSlider
+from gpuviz import app
+from gpuviz.main_window import MainWindow
+
+def exec_(_app=None):
+    for _ in range(10):  # the window, the figure, then what runs once they are painted
+        QApplication.processEvents()
+    window = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))
+    window.remember = False
+    page = window.page(window.current)
+    loaded = set(sys.modules)
+    for slider in page.findChildren(QSlider):
+        for value in range(slider.minimum(), slider.maximum() + 1,
+                           max(1, (slider.maximum() - slider.minimum()) // 20)):
+            slider.setValue(value)
+            QApplication.processEvents()
+    for button in page.view.findChildren(QPushButton):
+        if button.isVisible() and button.isEnabled() and not button.isCheckable():
+            button.click()
+            QApplication.processEvents()
+    print(sorted(set(sys.modules) - loaded))
+    return 0
+
+QApplication.exec = exec_
+sys.exit(app.main(["--figure", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("number", ["12.1", "12.5"])
+def test_first_drags_and_presses_import_nothing(number, tmp_path):
+    """What numpy imports on first use (numpy.ma on the first np.unique, numpy.random)
+    is imported once the window is painted, not in the learner's first drag of a slider
+    (7-20 ms: 12.1's context, with 12.1 opened first) or press of a button (12.5's
+    Simulate)."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    result = subprocess.run([sys.executable, "-c", FIRST_USE_SCRIPT, number],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
