@@ -120,23 +120,32 @@ class LayoutView(FigureView):
             self.legend.add_box(text, theme.color(role), hatch=False)
         self._top = 0.0
         self._bar_y_top = BAR_Y[1]
-        item.getViewBox().sigResized.connect(self._fit_bar_labels)
+        item.getViewBox().sigResized.connect(self._fit_bar_top)
         self.add_plot(self.bar_plot, 2)
 
-    def _fit_bar_labels(self) -> None:
+    def _fit_bar_top(self) -> None:
         """The memory plot's top, raised where its legend would come down onto the label
         of the keep-free lines (a short plot: a 1024x768 projector); the HBM label stays
-        at the top. The keep-free label sits left of its lines, or right of the HBM line
-        where they are crowded at the left (far over HBM), not across them. Called on a
-        resize and on every refresh (a new look's font sizes)."""
+        at the top. On a resize and a new look (the legend's and label's sizes), not on
+        every refresh."""
         high = self.legend.end_with_room(BAR_Y[0], FREE_TOP, beyond_px=self.free_label.height)
         top = max(BAR_Y[1], high)
         if top != self._bar_y_top:
             self._bar_y_top = top
             self.bar_plot.getPlotItem().setYRange(BAR_Y[0], top, padding=0)
             self.labels.set_bounds(QRectF(0, BAR_Y[0], self._top, top - BAR_Y[0]))
+        self._place_bar_labels()
+
+    def apply_look(self) -> None:
+        super().apply_look()
+        self._fit_bar_top()
+
+    def _place_bar_labels(self) -> None:
+        """The HBM label under the plot's top; the keep-free label left of its lines, or
+        right of the HBM line where they are crowded at the left (far over HBM), not
+        across them."""
         hbm = self.model.out.hbm / GB
-        self.hbm_label.setPos(hbm, top - (BAR_Y[1] - HBM_LABEL_Y))
+        self.hbm_label.setPos(hbm, self._bar_y_top - (BAR_Y[1] - HBM_LABEL_Y))
         lines_at = hbm * (1 - KEEP_FREE[1])
         pixel = self.bar_plot.getPlotItem().getViewBox().viewPixelSize()[0]
         if lines_at / (pixel or 1.0) >= 1.1 * self.free_label.width:
@@ -222,7 +231,7 @@ class LayoutView(FigureView):
         for line, share in zip(self.free_lines, KEEP_FREE, strict=True):
             line.set_line(hbm * (1 - share), -0.5, hbm * (1 - share), FREE_TOP, pixel)
         self.hbm_label.setText(f"HBM {format_value(hbm, 'GB')}")
-        self._fit_bar_labels()
+        self._place_bar_labels()
         self.total_label.setText(format_value(total, "GB") if total else "")
         self.total_label.setPos(total, 0.0)
 
