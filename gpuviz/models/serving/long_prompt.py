@@ -86,12 +86,13 @@ def prefill_polynomial(preset: str) -> tuple[float, float, float]:
     return f1 - a1 - a2, a1, a2
 
 
-def prefill_flops(preset: str, tokens: float) -> float:
-    """F(tokens), F(0) = 0."""
-    if tokens <= 0:
-        return 0.0
+def prefill_flops(preset: str, tokens: float | np.ndarray) -> float | np.ndarray:
+    """F(tokens), F(0) = 0: of a number, or of each of an array of token counts."""
     a0, a1, a2 = prefill_polynomial(preset)
-    return a0 + a1 * tokens + a2 * tokens * tokens
+    if np.ndim(tokens) == 0:
+        return a0 + a1 * tokens + a2 * tokens * tokens if tokens > 0 else 0.0
+    tokens = np.asarray(tokens, dtype=float)
+    return np.where(tokens > 0, a0 + a1 * tokens + a2 * tokens * tokens, 0.0)
 
 
 def chunk_ends(preset: str, prompt: int, budget: float) -> list[int]:
@@ -220,13 +221,15 @@ class LongPromptModel(FigureModel):
         cfg = model(self.preset)
         transfer = kv_cache_transfer(self.prompt, cfg.layers, cfg.kv_heads, cfg.head_dim,
                                      CACHE_BYTES[self.cache]).time_on(self.kv_link())
-        ends = chunk_ends(self.preset, self.prompt,
-                          max(target - decode_compute - rest, 0.0) * rate)
-        starts = [0, *ends[:-1]]
-        chunk_flops = [prefill_flops(self.preset, e) - prefill_flops(self.preset, s)
-                       for s, e in zip(starts, ends, strict=True)]
+        # Up to MAX_CHUNKS chunks for a large model: as arrays (in Python, their sums
+        # were most of the time a new model took in this figure).
+        edges = np.array([0, *chunk_ends(self.preset, self.prompt,
+                                         max(target - decode_compute - rest, 0.0) * rate)])
+        chunk_sizes = np.diff(edges)
+        chunk_flops = np.diff(prefill_flops(self.preset, edges))
+        chunk_times = np.maximum(weights + rest, decode_compute + chunk_flops / rate + rest)
         arrival = BEFORE * d
-        done = {"one_piece": mixed(total), "chunked": sum(map(mixed, chunk_flops)),
+        done = {"one_piece": mixed(total), "chunked": float(chunk_times.sum()),
                 "disaggregated": prefill_time + transfer}
         # The time shown ends at a round number (the decode steps go on to it): a limit
         # that follows every slider re-laid the axes and the grid on every change.
@@ -234,10 +237,10 @@ class LongPromptModel(FigureModel):
 
         timeline = DecodeTimeline(d, math.ceil((horizon - arrival) / d) + BEFORE)
         timeline.decode(BEFORE)
-        carried = {"one_piece": [total], "chunked": chunk_flops,
+        carried = {"one_piece": [mixed(total)], "chunked": chunk_times.tolist(),
                    "disaggregated": []}[self.mode]
-        for i, flops in enumerate(carried):
-            timeline.add(Task(f"prefill {i}", DECODE_GPU, mixed(flops), kind=PREFILL,
+        for i, duration in enumerate(carried):
+            timeline.add(Task(f"prefill {i}", DECODE_GPU, duration, kind=PREFILL,
                               label=f"chunk {i + 1}" if len(carried) > 1 else "prompt"))
         ttft = timeline.t - arrival
         if self.mode == "disaggregated":
@@ -248,10 +251,10 @@ class LongPromptModel(FigureModel):
                               "KV cache"), arrival + prefill_time)
         timeline.decode(math.ceil((horizon - timeline.t) / d - 1e-9))
         chunk_tokens = {"one_piece": self.prompt, "disaggregated": 0,
-                        "chunked": max(e - s for s, e in zip(starts, ends, strict=True))}
+                        "chunked": int(chunk_sizes.max())}
         least = math.ceil(self.prompt / MAX_CHUNKS)
-        held = sum(1 for s, e, f in zip(starts, ends, chunk_flops, strict=True)
-                   if e - s == least and mixed(f) > target) if self.mode == "chunked" else 0
+        held = int(np.count_nonzero((chunk_sizes == least) & (chunk_times > target))
+                   if self.mode == "chunked" else 0)
         return LongPromptOut(self.mode, schedule_at(timeline.tasks, timeline.starts),
                              np.array(timeline.tpot), arrival, horizon, d, prefill_time,
                              transfer, ttft, len(carried), chunk_tokens[self.mode], target,
