@@ -392,3 +392,35 @@ def test_prefix_caching_maps_the_system_prompt_to_cached_blocks():
     assert list(m.out.refs[:2]) == [1, 1] and m.out.allocated == 2 * BLOCK
     m.set("mode", "contiguous")  # reservations cannot share
     assert m.out.saved_blocks == 0
+
+
+def test_kv_pool_takes_the_blocks_per_row_that_draw_it_largest(qapp):
+    """A wide canvas keeps 8 blocks a row; a taller one takes fewer, in more rows, while
+    that draws a slot larger (issue 29: diagrams use the room they are given). The view
+    follows a resize."""
+    from gpuviz import catalog
+    from gpuviz.views.serving.kv_blocks import best_columns, diagram_size
+    from tests import figure_driver as drive
+
+    assert best_columns(24, 12, 1800, 500) == 8
+    assert best_columns(24, 12, 900, 1100) == 4
+    columns = best_columns(24, 12, 900, 650)  # 1280x800's canvas
+    assert 4 < columns < 8
+
+    def slot_px(c: int) -> float:
+        width, height = diagram_size(24, c, 12)
+        return min(900 / width, 650 / height)
+
+    assert slot_px(columns) >= max(slot_px(c) for c in range(4, 9)) - 1.0
+    assert slot_px(columns) > 1.2 * slot_px(8)
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "12.3")
+    page = drive.build_page(spec)
+    try:
+        for size, wanted in (((1900, 700), 8), ((900, 1300), 4)):
+            page.resize(*size)
+            drive.settle()
+            box = page.view.box.size()
+            assert page.view._columns == wanted == best_columns(
+                24, 12, box.width(), box.height())
+    finally:
+        page.close()

@@ -3,6 +3,8 @@ the request shown."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from PySide6.QtWidgets import QGridLayout, QPushButton, QWidget
 
@@ -11,14 +13,15 @@ from gpuviz.core.figure_view import FigureView
 from gpuviz.core.plots import CellGrid, Legend, diagram_widget, untouched
 from gpuviz.models.serving.kv_blocks import BLOCK, FREE, PREFIX, KvBlocksOut
 
-BLOCKS_PER_ROW = 8
+# Blocks per row: as many as leave the slots largest in the canvas (a tall canvas takes
+# fewer, in more rows), from FEWEST to MOST.
+MOST_BLOCKS_PER_ROW, FEWEST_BLOCKS_PER_ROW = 8, 4
 BLOCK_GAP = 0.7  # between blocks, in slots
 ROW_PITCH = 2.6  # rows of blocks, in slots (room above each for its owner and ×2 mark)
 LABEL_TOP = 1.45  # the label strip above a block, from its slots' top, in slots
 LABEL_HEIGHT = 1.25
 SLOT = 0.9  # a slot's square inside its 1 × 1 cell
 CHIP = 1.3  # a block-table row, in slots
-TABLE_ROOM = 1.2 + 2 * CHIP + 1.4  # the title, two rows of chips (12 blocks), legend
 BUTTONS = (("step", "Step"), ("add", "Add request"), ("fork", "Fork the oldest"),
            ("finish", "Finish the oldest"))
 
@@ -28,14 +31,38 @@ def table_top(rows: int) -> float:
     return (rows - 1) * ROW_PITCH + SLOT + 0.7
 
 
-def block_origin(block: int) -> tuple[float, float]:
-    return ((block % BLOCKS_PER_ROW) * (BLOCK + BLOCK_GAP), (block // BLOCKS_PER_ROW) * ROW_PITCH)
+def table_room(entries: int, columns: int) -> float:
+    """The title, the rows of chips of a block table of `entries` blocks, the legend."""
+    return 1.2 + math.ceil(entries / columns) * CHIP + 1.4
 
 
-def slot_rects(slots: int) -> np.ndarray:
+def diagram_size(blocks: int, columns: int, entries: int) -> tuple[float, float]:
+    """Width and height of the pool and the block table, in slots."""
+    rows = -(-blocks // columns)
+    return (min(blocks, columns) * (BLOCK + BLOCK_GAP) + 0.5,
+            LABEL_TOP + 0.1 + table_top(rows) + table_room(entries, columns))
+
+
+def best_columns(blocks: int, entries: int, width_px: float, height_px: float) -> int:
+    """Blocks per row that draw a slot largest in a canvas of this size (the most, of
+    those within a pixel of it)."""
+    def slot_px(columns: int) -> float:
+        width, height = diagram_size(blocks, columns, entries)
+        return min(width_px / width, height_px / height)
+
+    candidates = range(MOST_BLOCKS_PER_ROW, FEWEST_BLOCKS_PER_ROW - 1, -1)
+    largest = max(slot_px(columns) for columns in candidates)
+    return next(columns for columns in candidates if slot_px(columns) >= largest - 1.0)
+
+
+def block_origin(block: int, columns: int) -> tuple[float, float]:
+    return (block % columns) * (BLOCK + BLOCK_GAP), (block // columns) * ROW_PITCH
+
+
+def slot_rects(slots: int, columns: int) -> np.ndarray:
     rects = []
     for s in range(slots):
-        x, y = block_origin(s // BLOCK)
+        x, y = block_origin(s // BLOCK, columns)
         rects.append((x + s % BLOCK + (1 - SLOT) / 2, y, SLOT, SLOT))
     return np.array(rects)
 
@@ -73,6 +100,10 @@ class KvBlocksView(FigureView):
         legend.add_box("free", untouched())
         legend.add_box("shared block", theme.color("background"),
                        outline=theme.color("highlight"))
+        # The longest block table: a request of the longest length (forks share theirs).
+        self._table_entries = math.ceil(self.model.parameter("reserve").maximum / BLOCK)
+        self._columns = MOST_BLOCKS_PER_ROW
+        self.box.sigResized.connect(self.schedule_refresh)  # blocks per row to fit again
         self.add_plot(canvas)
 
     def _select(self, index: int) -> None:
@@ -84,11 +115,14 @@ class KvBlocksView(FigureView):
         out: KvBlocksOut = self.model.out
         slots = len(out.owner)
         blocks = slots // BLOCK
-        rows = -(-blocks // BLOCKS_PER_ROW)
-        if self.needs_update("range", blocks):
-            width = min(blocks, BLOCKS_PER_ROW) * (BLOCK + BLOCK_GAP)
-            self.box.setRange(xRange=(-0.5, width),
-                              yRange=(-LABEL_TOP - 0.1, table_top(rows) + TABLE_ROOM),
+        size = self.box.size()
+        self._columns = best_columns(blocks, self._table_entries, size.width(),
+                                     size.height())
+        rows = -(-blocks // self._columns)
+        if self.needs_update("range", (blocks, self._columns)):
+            width, height = diagram_size(blocks, self._columns, self._table_entries)
+            self.box.setRange(xRange=(-0.5, width - 0.5),
+                              yRange=(-LABEL_TOP - 0.1, height - LABEL_TOP - 0.1),
                               padding=0)
         self._show_slots(out, slots)
         self._show_blocks(out, blocks)
@@ -99,14 +133,14 @@ class KvBlocksView(FigureView):
         free, token, empty = untouched(), theme.color("memory"), theme.color("idle")
         fills = [token if held else (empty if who != FREE else free)
                  for who, held in zip(out.owner, out.holds, strict=True)]
-        self.slots.set_cells(slot_rects(slots), fills)
+        self.slots.set_cells(slot_rects(slots, self._columns), fills)
 
     def _show_blocks(self, out: KvBlocksOut, blocks: int) -> None:
         selected = out.selected.number if out.selected else None
         rects, outlines, marks, mark_texts, mark_fills = [], [], [], [], []
         owner_rects, owner_texts = [], []
         for b in range(blocks):
-            x, y = block_origin(b)
+            x, y = block_origin(b, self._columns)
             rects.append((x - 0.02, y - 0.1, BLOCK + 0.04, SLOT + 0.2))
             # sequences using the block (the prefix cache's own hold left out)
             users = int(out.refs[b]) - (b in out.prefix)
@@ -125,7 +159,7 @@ class KvBlocksView(FigureView):
                 mark_texts.append(f"×{users}")
                 mark_fills.append(None)
         for start in out.starts:  # the start of each reserved range
-            x, y = slot_rects(start + 1)[-1][:2]
+            x, y = slot_rects(start + 1, self._columns)[-1][:2]
             marks.append((x - 0.12, y - 0.3, 0.08, SLOT + 0.6))
             mark_texts.append("")
             mark_fills.append(theme.color("text"))
@@ -157,13 +191,14 @@ class KvBlocksView(FigureView):
         else:
             fork = f", a fork of {r.forked_from}" if r.forked_from else ""
             title = f"Request {r.number}{fork}: block table (logical → physical)"
-        rects = [(0.0, y, 30.0, 0.9)]
+        rects = [(0.0, y, min(len(out.owner) // BLOCK, self._columns) * (BLOCK + BLOCK_GAP)
+                  - BLOCK_GAP, 0.9)]
         texts, fills = [title], [None]
         outlines = [None]
         for k, b, _, sharers in out.block_table():
-            # a chip per entry under the blocks' columns, a row of them per 8 entries
-            x, _ = block_origin(k)
-            rects.append((x, y + 1.2 + (k // BLOCKS_PER_ROW) * CHIP, BLOCK, CHIP - 0.2))
+            # a chip per entry under the blocks' columns, a row of them per row of blocks
+            x, _ = block_origin(k, self._columns)
+            rects.append((x, y + 1.2 + (k // self._columns) * CHIP, BLOCK, CHIP - 0.2))
             texts.append(f"{k} → {b}")
             fills.append(theme.color("memory"))
             outlines.append(theme.color("highlight") if sharers > 1 else None)
