@@ -273,3 +273,37 @@ def test_sweep_long_prompt(mode, prompt, sequences, target, efficiency, preset, 
         assert out.target_met == (out.chunks_at_least == 0)
     m.readouts()
     m.message()
+
+
+def test_rounds_go_in_columns_where_the_canvas_is_wide(qapp):
+    """12.5's rounds take two columns (1-6 | 7-12) where that draws a token larger (1280x800:
+    the one column left most of the canvas empty), one on a small projector and for a long
+    round; every token stays inside the canvas, beside the legend, none on another."""
+    from gpuviz import catalog
+    from tests import figure_driver as drive
+
+    spec = next(spec for spec in catalog.all_figures() if spec.number == "12.5")
+    page = drive.build_page(spec)
+    try:
+        view, model = page.view, page.model
+        model.set("simulation", 1)
+        for size, gamma, groups in (((1280, 800), 4, 2), ((1280, 800), 16, 1),
+                                    ((900, 800), 4, 1)):
+            page.resize(*size)
+            model.set("gamma", gamma)
+            drive.settle()
+            drive.settle()
+            assert view._groups == groups
+            cells = view.rounds._array
+            tokens = sum(len(round_tokens(int(a), gamma)) for a in model.out.accepted)
+            assert len(cells) == tokens + ROUNDS  # each round's tokens and its count
+            (left, right), (top, bottom) = view.rounds_box.viewRange()
+            assert cells[:, 0].min() >= left and (cells[:, 0] + cells[:, 2]).max() <= right
+            assert cells[:, 1].min() >= top and (cells[:, 1] + cells[:, 3]).max() <= bottom
+            corners = {(round(x, 6), round(y, 6)) for x, y in cells[:, :2]}
+            assert len(corners) == len(cells)
+            legend_left = view.rounds_box.mapSceneToView(
+                view.rounds_legend.sceneBoundingRect().topLeft()).x()
+            assert (cells[:, 0] + cells[:, 2]).max() <= legend_left
+    finally:
+        page.close()

@@ -4,7 +4,7 @@ cells in a single paint() call), markers that Qt paints alone (`markers`: `text_
 `Dots`, `Segment`, `curve`, `lines`, `Area`) and the one legend style (`legend`). Their
 setters do nothing when nothing changed, so a refresh repaints only what moved."""
 
-from gpuviz.core.plots.cells import CellGrid, grid_rects
+from gpuviz.core.plots.cells import CellGrid, grid_rects, largest_layout
 from gpuviz.core.plots.legend import Legend
 from gpuviz.core.plots.look import (
     HATCH_ALPHA,
@@ -46,7 +46,7 @@ __all__ = [
     "AXIS_TITLE_POINTS", "HATCH_ALPHA", "HEAT_FLOOR", "HEAT_LEVELS", "TICK_POINTS",
     "UNTOUCHED_ALPHA", "Area", "CellGrid", "Curve", "Dots", "GridPlotWidget", "Legend",
     "Lines", "Segment", "apply_look", "brush", "composite", "curve", "diagram_widget",
-    "drawn_texts", "grid_rects", "hatch_brush", "hatched_by_default", "heat_colors", "lines",
-    "markers_drawn_at", "opaque_blend", "pen", "plot_widget", "repaint_together", "text_item",
-    "untouched",
+    "drawn_texts", "grid_rects", "hatch_brush", "hatched_by_default", "heat_colors",
+    "largest_layout", "lines", "markers_drawn_at", "opaque_blend", "pen", "plot_widget",
+    "repaint_together", "text_item", "untouched",
 ]

@@ -4,7 +4,8 @@ outlines, hatching and centred texts, in a single paint() call; and grid_rects t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 import pyqtgraph as pg
@@ -21,6 +22,8 @@ from gpuviz.core.plots.look import (
     pixel_size,
 )
 from gpuviz.core.text import laid_out
+
+T = TypeVar("T")
 
 SMALL = 128  # cells: up to this many, colours are grouped in Python (numpy is ahead past ~200)
 PARTIAL_SHARE = 0.25  # of the cells: when fewer changed, set_cells repaints only those
@@ -547,3 +550,14 @@ def grid_rects(count: int, columns: int, *, x0: float = 0.0, y0: float = 0.0,
     rects[:, 1] = y0 + (index // columns) * size
     rects[:, 2:] = size - gap
     return rects
+
+
+def largest_layout(layouts: Sequence[T], cell_px: Callable[[T], float]) -> T:
+    """Of `layouts` (in order of preference: blocks per row, columns of rows), the one
+    whose cells `cell_px` draws largest in the canvas, or the first within a pixel of it:
+    a diagram then uses the room of a wide, a tall or a small canvas alike. Call it on
+    the canvas's resize and when the number of cells changes."""
+    sizes = [cell_px(layout) for layout in layouts]
+    largest = max(sizes)
+    return next(layout for layout, size in zip(layouts, sizes, strict=True)
+                if size >= largest - 1.0)

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QGridLayout, QPushButton, QWidget
 
 from gpuviz import theme
 from gpuviz.core.figure_view import FigureView
-from gpuviz.core.plots import CellGrid, Legend, diagram_widget, untouched
+from gpuviz.core.plots import CellGrid, Legend, diagram_widget, largest_layout, untouched
 from gpuviz.models.serving.kv_blocks import BLOCK, FREE, PREFIX, KvBlocksOut
 
 # Blocks per row: as many as leave the slots largest in the canvas (a tall canvas takes
@@ -50,9 +50,7 @@ def best_columns(blocks: int, entries: int, width_px: float, height_px: float) -
         width, height = diagram_size(blocks, columns, entries)
         return min(width_px / width, height_px / height)
 
-    candidates = range(MOST_BLOCKS_PER_ROW, FEWEST_BLOCKS_PER_ROW - 1, -1)
-    largest = max(slot_px(columns) for columns in candidates)
-    return next(columns for columns in candidates if slot_px(columns) >= largest - 1.0)
+    return largest_layout(range(MOST_BLOCKS_PER_ROW, FEWEST_BLOCKS_PER_ROW - 1, -1), slot_px)
 
 
 def block_origin(block: int, columns: int) -> tuple[float, float]:

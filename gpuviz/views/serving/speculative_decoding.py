@@ -18,6 +18,7 @@ from gpuviz.core.plots import (
     Segment,
     curve,
     diagram_widget,
+    largest_layout,
     pen,
     plot_widget,
     untouched,
@@ -42,6 +43,18 @@ TOKEN_LEGEND = ((ACCEPTED, "accepted draft token"), (REPLACED, "replaced at reje
 CELL = 0.84  # a token cell's share of its column and row
 COUNT = 1.8  # columns for a round's count of tokens (two digits at the lecture size)
 LEFT = -0.2  # the rounds' canvas starts here (x) and there (y)
+GROUP_GAP = 1.0  # columns between two columns of rounds
+GROUPINGS = (1, 2, 3, 4)  # columns of rounds (rounds 1-6 | 7-12 for 2), fewest first
+
+
+def group_width(gamma: int) -> float:
+    """Columns of one column of rounds: γ + 1 tokens and the count."""
+    return gamma + 1 + COUNT
+
+
+def rounds_columns(gamma: int, groups: int) -> float:
+    """Columns the rounds take side by side, with their margins."""
+    return groups * group_width(gamma) + (groups - 1) * GROUP_GAP - LEFT + 0.2
 
 
 class SpeculativeDecodingView(FigureView):
@@ -69,6 +82,7 @@ class SpeculativeDecodingView(FigureView):
         for kind, text in TOKEN_LEGEND:
             self.rounds_legend.add_box(text, theme.color(TOKEN_ROLES[kind]))
         self.rounds_box.sigResized.connect(self._fit_rounds)
+        self._groups = 1
         self.add_plot(canvas, 3)
 
         self.bars_plot = plot_widget("Position i in the round", "Chance aⁱ")
@@ -124,33 +138,48 @@ class SpeculativeDecodingView(FigureView):
     def _fit_rounds(self) -> None:
         """The rounds at the top left, each row as tall as the canvas allows, the columns
         as wide (narrower when γ's need it), with the legend's width kept free at the
-        right of them (on a resize and a new γ)."""
+        right of them (on a resize and a new γ). Where the canvas is wide for its height
+        the rounds go in two or more columns (1-6 | 7-12), as many as draw a token
+        largest."""
         box = self.rounds_box
         width, height = box.width(), box.height()
         if width <= 1 or height <= 1:
             return
-        columns = self.model.gamma + 1 + COUNT - LEFT + 0.2  # tokens, the count, a margin
-        legend = self.rounds_legend.boundingRect().width() + 12  # with its offsets
-        row = height / (ROUNDS - LEFT)
-        column = min(row, max(width - legend, 1.0) / columns)
+        gamma = self.model.gamma
+        room = max(width - self.rounds_legend.boundingRect().width() - 12, 1.0)
+
+        def row_px(groups: int) -> float:
+            return height / (-(-ROUNDS // groups) - LEFT)
+
+        def column_px(groups: int) -> float:  # never wider than a row is tall
+            return min(row_px(groups), room / rounds_columns(gamma, groups))
+
+        groups = largest_layout(GROUPINGS, column_px)
+        row, column = row_px(groups), column_px(groups)
         box.setRange(xRange=(LEFT, LEFT + width / column),
                      yRange=(LEFT, LEFT + height / row), padding=0)
+        if groups != self._groups:
+            self._groups = groups
+            self.schedule_refresh()  # the rounds in their new places
 
     def _show_rounds(self, out: SpeculativeDecodingOut, gamma: int) -> None:
         if self.needs_update("rounds_range", gamma):
             self._fit_rounds()
         rects, fills, texts = [], [], []
-        for row in range(ROUNDS):
+        rows = -(-ROUNDS // self._groups)
+        for index in range(ROUNDS):
             if out.accepted is None:  # not simulated yet: the rows' places, untouched
                 kinds, tokens = [None] * (gamma + 1), ""
             else:
-                kinds = round_tokens(int(out.accepted[row]), gamma)
-                tokens = str(int(out.accepted[row]) + 1)
+                kinds = round_tokens(int(out.accepted[index]), gamma)
+                tokens = str(int(out.accepted[index]) + 1)
+            left = (index // rows) * (group_width(gamma) + GROUP_GAP)
+            row = index % rows
             for column, kind in enumerate(kinds):
-                rects.append((column, row, CELL, CELL))
+                rects.append((left + column, row, CELL, CELL))
                 fills.append(untouched() if kind is None else theme.color(TOKEN_ROLES[kind]))
                 texts.append("")
-            rects.append((gamma + 1, row, COUNT, CELL))  # the round's tokens, no fill
+            rects.append((left + gamma + 1, row, COUNT, CELL))  # the round's tokens, no fill
             fills.append(None)
             texts.append(tokens)
         self.rounds.set_cells(np.array(rects).reshape(-1, 4), fills, texts=texts)
