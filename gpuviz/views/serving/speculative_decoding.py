@@ -81,7 +81,7 @@ class SpeculativeDecodingView(FigureView):
         self.rounds_legend = Legend(self.rounds_box, anchor=(1, 0), columns=1)
         for kind, text in TOKEN_LEGEND:
             self.rounds_legend.add_box(text, theme.color(TOKEN_ROLES[kind]))
-        self.rounds_box.sigResized.connect(self._fit_rounds)
+        self.rounds_box.sigResized.connect(self._on_rounds_resized)
         self._groups = 1
         self.add_plot(canvas, 3)
 
@@ -135,16 +135,20 @@ class SpeculativeDecodingView(FigureView):
         text, warn = self.model.message()
         self.message.show_message(text, warn=warn)
 
-    def _fit_rounds(self) -> None:
+    def _on_rounds_resized(self) -> None:
+        if self._fit_rounds():
+            self.schedule_refresh()  # the rounds in their new places
+
+    def _fit_rounds(self) -> bool:
         """The rounds at the top left, each row as tall as the canvas allows, the columns
         as wide (narrower when γ's need it), with the legend's width kept free at the
         right of them (on a resize and a new γ). Where the canvas is wide for its height
         the rounds go in two or more columns (1-6 | 7-12), as many as draw a token
-        largest."""
+        largest. True when the number of columns changed."""
         box = self.rounds_box
         width, height = box.width(), box.height()
         if width <= 1 or height <= 1:
-            return
+            return False
         gamma = self.model.gamma
         room = max(width - self.rounds_legend.boundingRect().width() - 12, 1.0)
 
@@ -158,9 +162,8 @@ class SpeculativeDecodingView(FigureView):
         row, column = row_px(groups), column_px(groups)
         box.setRange(xRange=(LEFT, LEFT + width / column),
                      yRange=(LEFT, LEFT + height / row), padding=0)
-        if groups != self._groups:
-            self._groups = groups
-            self.schedule_refresh()  # the rounds in their new places
+        changed, self._groups = groups != self._groups, groups
+        return changed
 
     def _show_rounds(self, out: SpeculativeDecodingOut, gamma: int) -> None:
         if self.needs_update("rounds_range", gamma):
