@@ -32,7 +32,7 @@ bench: $(STAMP)  ## update + repaint latency, frame rate and start-up time
 # FIGURES=8.2,1.1 measures those figures only
 bench-screens: $(STAMP)  ## latency and fps on four screens (1280x800, 1920x1080, 2560x1440, ratio 2)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/latency.py --screens \
-		$(if $(FIGURES),--figures $(FIGURES))
+		$(if $(FIGURES),--figures $(FIGURES)) $(if $(PASSES),--passes $(PASSES))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
