@@ -598,9 +598,9 @@ def print_median_verdict(passes: list[dict], budgets: dict[str, float],
     """Each figure's p95 per screen as the median over the passes, scaled as in
     print_scaled_verdict (by the fastest reference of all passes), with the highest pass
     beside it. One sweep's p95 moves by about a fifth between runs at the same reference
-    workload (12.1 at 1920x1080: 5.9 to 8.1 ms at 7.8 to 8.6 ms), and a host that slows
-    down for a minute moves the figures measured then: the median of passes made minutes
-    apart is the figure's, the highest pass the host's worst minute."""
+    workload (12.1 at 1920x1080: 5.9 to 8.4 ms over sixteen sweeps at 7.7 to 8.6 ms), and
+    a host that slows down for a minute moves the figures measured then: the median of
+    passes made minutes apart is the figure's, the highest pass the host's worst minute."""
     factor = BUDGET_REFERENCE_MS / fastest
     names = list(passes[0])
     width = max(len(name) for name in names) + 2
